@@ -1,0 +1,18 @@
+// name: facts_write
+// params: rows
+UNWIND $rows AS row
+CREATE (f:Fact)
+SET f.id = row.id, f.tenant_id = row.tenant_id, f.namespace = row.namespace,
+    f.text = row.text, f.created_at = datetime(), f.symfonic_write_id = row.write_id
+FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET f:SymfonicUnpublished)
+RETURN f.id AS id;
+
+// name: facts_visible
+// params: tenant_id, namespace, write_id
+MATCH (f:Fact)
+WHERE f.tenant_id = $tenant_id
+  AND (f.namespace IS NULL OR f.namespace = $namespace)
+  AND NOT f:SymfonicRetracted
+  AND (NOT f:SymfonicUnpublished OR f.symfonic_write_id = $write_id)
+RETURN f {.*} AS fact
+ORDER BY f.created_at, f.id;

@@ -1,0 +1,98 @@
+// name: skills_write
+// params: rows
+// Write skills with their preconditions in one statement. A row whose key
+// already exists replaces that skill (same id), its old preconditions removed.
+UNWIND $rows AS row
+MERGE (s:Skill {symfonic_key: row.key})
+ON CREATE SET s.id = row.id, s.created_at = datetime()
+SET s.tenant_id = row.tenant_id,
+    s.namespace = row.namespace,
+    s.label = row.label,
+    s.identifier = row.identifier,
+    s.steps = row.steps,
+    s.action_tool = row.action_tool,
+    s.context = row.context,
+    s.status = row.status,
+    s.active = true,
+    s.source = row.source,
+    s.updated_at = datetime(),
+    s.symfonic_write_id = row.write_id,
+    s.symfonic_base_key = row.base_key
+REMOVE s:SymfonicRetracted
+FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET s:SymfonicUnpublished)
+WITH s, row
+CALL (s) {
+  MATCH (s)-[:REQUIRES]->(old:Precondition)
+  DETACH DELETE old
+}
+CALL (s, row) {
+  UNWIND row.preconditions AS p
+  CREATE (s)-[:REQUIRES {position: p.position}]->(n:Precondition)
+  SET n.tenant_id = row.tenant_id, n.namespace = row.namespace, n.kind = p.kind,
+      n.tool = p.tool, n.path = p.path, n.op = p.op, n.value = p.value, n.text = p.text
+}
+RETURN s.id AS id;
+
+// name: skills_visible
+// params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, action_tool, limit
+// Skills the scope sees, with their preconditions in position order, in a
+// stable order (created_at, id). Visibility, markers and drafts are enforced here.
+MATCH (s:Skill)
+WHERE s.tenant_id = $tenant_id
+  AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND ($include_retracted OR NOT s:SymfonicRetracted)
+  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id)
+  AND (s.status = 'approved' OR ($include_drafts AND s.status = 'draft'))
+  AND coalesce(s.active, true) = true
+  AND ($action_tool IS NULL OR s.action_tool = $action_tool
+       OR (s.action_tool IS NULL AND s.steps[0] STARTS WITH $action_tool))
+  AND ($query = '' OR toLower(toString(s.label)) CONTAINS toLower($query)
+       OR toLower(toString(s.context)) CONTAINS toLower($query))
+WITH s ORDER BY s.created_at, s.id LIMIT $limit
+CALL (s) {
+  OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
+  WHERE p.tenant_id = s.tenant_id
+  WITH r, p ORDER BY r.position
+  RETURN collect(p {.*, position: r.position}) AS preconditions
+}
+RETURN s {.*} AS skill, labels(s) AS labels, preconditions,
+       COUNT { (s)-[:REQUIRES]->(x:Precondition) WHERE x.tenant_id IS NULL OR x.tenant_id <> s.tenant_id } AS foreign;
+
+// name: skill_by_id
+// params: tenant_id, namespace, write_id, skill_id
+// One skill by id (drafts and retracted ones included), if the scope sees it.
+MATCH (s:Skill {id: $skill_id})
+WHERE s.tenant_id = $tenant_id
+  AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id)
+CALL (s) {
+  OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
+  WHERE p.tenant_id = s.tenant_id
+  WITH r, p ORDER BY r.position
+  RETURN collect(p {.*, position: r.position}) AS preconditions
+}
+RETURN s {.*} AS skill, labels(s) AS labels, preconditions,
+       COUNT { (s)-[:REQUIRES]->(x:Precondition) WHERE x.tenant_id IS NULL OR x.tenant_id <> s.tenant_id } AS foreign;
+
+// name: skill_set_status
+// params: tenant_id, namespace, skill_id, status
+// Approve or reject a visible, published skill.
+MATCH (s:Skill {id: $skill_id})
+WHERE s.tenant_id = $tenant_id
+  AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND NOT s:SymfonicUnpublished AND NOT s:SymfonicRetracted
+SET s.status = $status, s.updated_at = datetime()
+RETURN s.id AS id;
+
+// name: catalog_bump
+// params: tenant_id
+// Bump the tenant's catalog version after any write that changes its skills.
+MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
+ON CREATE SET c.version = 0
+SET c.version = c.version + 1
+RETURN c.version AS version;
+
+// name: catalog_version
+// params: tenant_id
+MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+RETURN c.version AS version;

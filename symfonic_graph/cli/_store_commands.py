@@ -1,0 +1,59 @@
+"""``symfonic-graph schema apply|status`` and ``smoke``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import uuid
+from typing import Any
+
+import anyio
+
+from symfonic_graph.cli._connect import open_store
+from symfonic_graph.layers import ProceduralLayer
+from symfonic_graph.scope import MemoryScope
+
+
+def register(sub: Any) -> None:
+    schema = sub.add_parser("schema", help="the versioned constraints and indexes")
+    actions = schema.add_subparsers(dest="action", required=True, metavar="ACTION")
+    apply = actions.add_parser("apply", help="apply pending migrations (idempotent)")
+    apply.set_defaults(handler=lambda a: anyio.run(_schema_apply))
+    status = actions.add_parser("status", help="applied migrations and the server version")
+    status.add_argument("--json", action="store_true", help="machine-readable output")
+    status.set_defaults(handler=lambda a: anyio.run(_schema_status, a.json))
+    smoke = sub.add_parser("smoke", help="seed and read back one skill in a throwaway tenant")
+    smoke.set_defaults(handler=lambda a: anyio.run(_smoke))
+
+
+async def _schema_apply() -> int:
+    async with open_store() as store:
+        applied = await store.apply_schema()
+    print(f"applied migrations {applied}" if applied else "schema is up to date")
+    return 0
+
+
+async def _schema_status(as_json: bool) -> int:
+    async with open_store() as store:
+        info = await store.server_info()
+        versions = [r["version"] for r in await store.read("migrations_applied")]
+    if as_json:
+        print(json.dumps({"server": info, "migrations": versions}))
+    else:
+        print(f"{info['name']} {info['version']} ({info['edition']}); migrations applied: {versions}")
+    return 0
+
+
+async def _smoke() -> int:
+    scope = MemoryScope(f"smoke-{uuid.uuid4().hex[:8]}")
+    async with open_store() as store:
+        await store.apply_schema()
+        layer = ProceduralLayer(store)
+        skill = await layer.seed_authored_skill(
+            scope, label="Deliver a report", steps=["deliver"], source_tag="authored:smoke",
+            action_tool="deliver", precondition=["get_integration_status"],
+        )
+        [read] = await layer.query_skills(scope)
+        await store.retract(scope, skill.id, reason="smoke run")
+    print(f"seeded and read back skill {read.id} in tenant {scope.tenant_id}: {read.metadata}")
+    return 0

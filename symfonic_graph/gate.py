@@ -1,0 +1,481 @@
+"""The precondition gate (SPEC §5): block tool calls whose preconditions were not called.
+
+The gate looks at the terminal AI message of ``state["messages"]``. For each of
+its tool calls, in order, it takes the active skills (after the state filter)
+whose action tool is the call's name and, for the first one with precondition
+tools not called earlier in the conversation, answers the call with an error
+``ToolMessage`` the model can recover from. One error per call, at most.
+
+Decisions:
+    * *Called tools* are the names of earlier tool-result messages (by ``name``,
+      else by resolving ``tool_call_id`` against earlier AI tool calls). Calls in
+      the terminal AI message itself never count, so a precondition requested in
+      the same parallel batch as its action does not satisfy it.
+    * Results the gate injected never count. They are marked with
+      ``response_metadata={GATE_MARKER_KEY: GATE_MARKER_VALUE}`` (never sent to a
+      provider). For messages that lost their metadata on a round trip, an
+      ``status="error"`` result whose content starts with one of the gate's
+      prefixes is treated as injected too.
+    * Any failure of the skill lookup: pass through (``{}``) with a WARNING by
+      default; ``strict=True`` blocks every call with a "store unavailable" error.
+      The gate never raises into the graph run.
+
+The node alone answers only the calls it blocks; use
+:func:`symfonic_graph.langgraph.create_guarded_tool_node` so that every call id
+is answered before the model runs again.
+
+Example:
+    >>> from types import SimpleNamespace
+    >>> skill = SimpleNamespace(metadata={"label": "Deploy", "action_tool": "deploy",
+    ...                                   "precondition": ["run_tests"]})
+    >>> explain_tool_call([skill], "deploy").content()[:54]
+    'Missing precondition: call run_tests before deploy (sk'
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from langchain_core.messages import ToolMessage
+
+from symfonic_graph.preconditions import (
+    DroppedSkill,
+    StateFilterResult,
+    action_tool_of,
+    log_dropped,
+    partition_skills_by_state,
+    required_tools,
+    skill_id,
+    skill_label,
+)
+
+__all__ = [
+    "ENFORCE_FLAG",
+    "GATE_MARKER_KEY",
+    "GATE_MARKER_VALUE",
+    "GateDecision",
+    "SkillCheck",
+    "SkillLookup",
+    "ToolCallRef",
+    "called_tools",
+    "create_precondition_gate_node",
+    "explain_tool_call",
+    "gate_decisions",
+    "gate_errors",
+    "precondition_condition",
+    "run_gate",
+    "terminal_tool_calls",
+]
+
+log = logging.getLogger(__name__)
+
+ENFORCE_FLAG: Final = "_procedural_enforce_preconditions"
+"""State key that turns enforcement on for :func:`precondition_condition`."""
+GATE_MARKER_KEY: Final = "symfonic_graph_gate"
+"""``response_metadata`` key marking a result the gate injected."""
+GATE_MARKER_VALUE: Final = "precondition"
+
+_MISSING_PREFIX: Final = "Missing precondition: "
+_UNAVAILABLE_PREFIX: Final = "Precondition check unavailable: "
+
+Verdict = Literal["allowed", "blocked", "store_unavailable"]
+SkillLookup = Callable[[Any], Awaitable[Iterable[Any] | None]]
+"""``async (state) -> skills``: the active skills for this turn."""
+
+
+# --- messages (LangChain objects or dicts) ------------------------------------
+
+
+def _unwrap(message: object) -> object:
+    if isinstance(message, Mapping) and "content" not in message and isinstance(message.get("data"), Mapping):
+        return message["data"]  # message_to_dict() form: {"type": ..., "data": {...}}
+    return message
+
+
+def _field(message: object, key: str) -> Any:
+    message = _unwrap(message)
+    if isinstance(message, Mapping):
+        return message.get(key)
+    return getattr(message, key, None)
+
+
+def _kind(message: object) -> str | None:
+    kind = _field(message, "type") or _field(message, "role")
+    if kind in ("ai", "assistant", "AIMessageChunk"):
+        return "ai"
+    if kind == "tool":
+        return "tool"
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRef:
+    """One tool call requested by an AI message.
+
+    Example:
+        >>> ToolCallRef(id="call_1", name="deploy")
+        ToolCallRef(id='call_1', name='deploy')
+    """
+
+    id: str | None
+    name: str
+
+
+def _call_ref(call: object) -> ToolCallRef | None:
+    if not isinstance(call, Mapping):
+        return None
+    name = call.get("name")
+    function = call.get("function")
+    if not isinstance(name, str) and isinstance(function, Mapping):
+        name = function.get("name")  # OpenAI wire format
+    call_id = call.get("id")
+    if not isinstance(name, str):
+        return None
+    return ToolCallRef(call_id if isinstance(call_id, str) else None, name)
+
+
+def _tool_calls(message: object) -> list[ToolCallRef]:
+    if _kind(message) != "ai":
+        return []
+    raw = _field(message, "tool_calls")
+    if not isinstance(raw, Sequence) or isinstance(raw, str):
+        return []
+    return [ref for ref in map(_call_ref, raw) if ref is not None]
+
+
+def terminal_tool_calls(messages: Sequence[Any] | None) -> list[ToolCallRef]:
+    """The tool calls of the terminal message if it is an AI message, else ``[]``.
+
+    Example:
+        >>> terminal_tool_calls([{"role": "assistant", "content": "",
+        ...     "tool_calls": [{"id": "c1", "name": "deploy", "args": {}}]}])
+        [ToolCallRef(id='c1', name='deploy')]
+    """
+    if not messages:
+        return []
+    return _tool_calls(messages[-1])
+
+
+def _is_injected(message: object) -> bool:
+    for key in ("response_metadata", "additional_kwargs"):
+        meta = _field(message, key)
+        if isinstance(meta, Mapping) and meta.get(GATE_MARKER_KEY) == GATE_MARKER_VALUE:
+            return True
+    content = _field(message, "content")
+    return (
+        _field(message, "status") == "error"
+        and isinstance(content, str)
+        and content.startswith((_MISSING_PREFIX, _UNAVAILABLE_PREFIX))
+    )
+
+
+def called_tools(messages: Iterable[Any]) -> frozenset[str]:
+    """Names of the tools whose results appear in ``messages`` (gate results excluded).
+
+    Example:
+        >>> called_tools([
+        ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "auth"}]},
+        ...     {"role": "tool", "content": "ok", "tool_call_id": "c1"},
+        ... ])
+        frozenset({'auth'})
+    """
+    messages = list(messages)
+    names_by_id = {
+        ref.id: ref.name for message in messages for ref in _tool_calls(message) if ref.id is not None
+    }
+    called: set[str] = set()
+    for message in messages:
+        if _kind(message) != "tool" or _is_injected(message):
+            continue
+        name = _field(message, "name")
+        if not (isinstance(name, str) and name):
+            name = names_by_id.get(_field(message, "tool_call_id"))
+        if name:
+            called.add(name)
+    return frozenset(called)
+
+
+def _messages_of(state: object) -> Sequence[Any]:
+    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
+    if isinstance(messages, Sequence) and not isinstance(messages, str):
+        return messages
+    return []
+
+
+# --- decisions ------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SkillCheck:
+    """One skill whose action tool matched a call, and what it still needs.
+
+    Example:
+        >>> SkillCheck("Deploy", "sk-1", ("run_tests",), ("run_tests",)).satisfied
+        False
+    """
+
+    label: str | None
+    skill_id: str | None
+    required: tuple[str, ...]
+    missing: tuple[str, ...]
+
+    @property
+    def satisfied(self) -> bool:
+        """True iff every required tool was called."""
+        return not self.missing
+
+
+def missing_precondition_content(action_tool: str, missing: Sequence[str], label: str | None) -> str:
+    """The recovery text of a blocked call; its first sentence is fixed by the spec.
+
+    Example:
+        >>> missing_precondition_content("x", ["a", "b"], "L").split(" `")[0]
+        'Missing precondition: call a, b before x (skill: L).'
+    """
+    tools = ", ".join(missing)
+    skill = f" (skill: {label})" if label else ""
+    return (
+        f"{_MISSING_PREFIX}call {tools} before {action_tool}{skill}. "
+        f"`{action_tool}` was not executed. Call {tools} first and wait for the "
+        f"result (calls made in the same batch as `{action_tool}` do not count), "
+        f"then retry `{action_tool}`."
+    )
+
+
+def unavailable_content(action_tool: str) -> str:
+    """The text of a call blocked in strict mode because the skill lookup failed.
+
+    Example:
+        >>> unavailable_content("deploy").startswith("Precondition check unavailable")
+        True
+    """
+    return (
+        f"{_UNAVAILABLE_PREFIX}the precondition store could not be read, so "
+        f"`{action_tool}` was not executed. Retry `{action_tool}` later."
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """The gate's verdict on one tool call, with the trace that led to it.
+
+    Attributes:
+        tool_name: the called tool.
+        call_id: the tool call id, if the call had one.
+        verdict: ``"allowed"``, ``"blocked"`` or ``"store_unavailable"`` (strict mode).
+        matched: skills (after the state filter) whose action tool is ``tool_name``.
+        dropped: skills with that action tool dropped by a state predicate.
+        blocking: the first matched skill with missing preconditions, if any.
+        called: the tools counted as called before this call.
+
+    Example:
+        >>> decision = explain_tool_call([], "deploy")
+        >>> decision.verdict, decision.to_tool_message()
+        ('allowed', None)
+    """
+
+    tool_name: str
+    call_id: str | None
+    verdict: Verdict
+    matched: tuple[SkillCheck, ...] = ()
+    dropped: tuple[DroppedSkill, ...] = ()
+    blocking: SkillCheck | None = None
+    called: frozenset[str] = frozenset()
+
+    @property
+    def allowed(self) -> bool:
+        """True iff the call may run."""
+        return self.verdict == "allowed"
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The precondition tools the blocking skill still needs."""
+        return self.blocking.missing if self.blocking else ()
+
+    def content(self) -> str | None:
+        """The error text for a blocked call, None when allowed."""
+        if self.verdict == "store_unavailable":
+            return unavailable_content(self.tool_name)
+        if self.blocking is not None:
+            return missing_precondition_content(self.tool_name, self.missing, self.blocking.label)
+        return None
+
+    def to_tool_message(self) -> ToolMessage | None:
+        """The error ``ToolMessage`` answering a blocked call, None when allowed."""
+        content = self.content()
+        if content is None:
+            return None
+        return ToolMessage(
+            content=content,
+            tool_call_id=self.call_id or "",
+            name=self.tool_name,
+            status="error",
+            response_metadata={GATE_MARKER_KEY: GATE_MARKER_VALUE},
+        )
+
+
+def _check(skill: object, action_tool: str, called: frozenset[str]) -> SkillCheck:
+    required = tuple(required_tools(skill, action_tool))
+    missing = tuple(tool for tool in required if tool not in called)
+    return SkillCheck(skill_label(skill), skill_id(skill), required, missing)
+
+
+def _decide(
+    filtered: StateFilterResult, tool_name: str, called: frozenset[str], call_id: str | None
+) -> GateDecision:
+    matched = tuple(_check(s, tool_name, called) for s in filtered.kept if action_tool_of(s) == tool_name)
+    dropped = tuple(d for d in filtered.dropped if action_tool_of(d.skill) == tool_name)
+    blocking = next((check for check in matched if not check.satisfied), None)
+    verdict: Verdict = "allowed" if blocking is None else "blocked"
+    return GateDecision(tool_name, call_id, verdict, matched, dropped, blocking, called)
+
+
+def explain_tool_call(
+    skills: Iterable[Any] | None,
+    tool_name: str,
+    *,
+    state: object = None,
+    called: Iterable[str] = (),
+    call_id: str | None = None,
+) -> GateDecision:
+    """Explain what the gate decides for one call of ``tool_name``.
+
+    Args:
+        skills: the active skills.
+        tool_name: the tool the model wants to call.
+        state: the graph state; when given, skills are state-filtered first.
+        called: tools already called earlier in the conversation.
+        call_id: the tool call id, used by :meth:`GateDecision.to_tool_message`.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> skill = SimpleNamespace(metadata={"action_tool": "deploy", "precondition": "auth"})
+        >>> explain_tool_call([skill], "deploy", called=["auth"]).verdict
+        'allowed'
+    """
+    if state is None:
+        filtered = StateFilterResult(tuple(skills or ()), ())
+    else:
+        filtered = partition_skills_by_state(skills, state)
+    return _decide(filtered, tool_name, frozenset(called), call_id)
+
+
+def gate_decisions(messages: Sequence[Any], skills: Iterable[Any] | None, state: object) -> tuple[GateDecision, ...]:
+    """The gate's decision for each call of the terminal AI message, in call order.
+
+    Pure apart from one DEBUG line per skill dropped by the state filter.
+
+    Example:
+        >>> gate_decisions([], [], {})
+        ()
+    """
+    calls = terminal_tool_calls(messages)
+    if not calls:
+        return ()
+    filtered = partition_skills_by_state(skills, state)
+    log_dropped(filtered.dropped)
+    called = called_tools(messages[:-1])
+    return tuple(_decide(filtered, call.name, called, call.id) for call in calls)
+
+
+def gate_errors(messages: Sequence[Any], skills: Iterable[Any] | None, state: object) -> list[ToolMessage]:
+    """The error ``ToolMessage`` for each blocked call of the terminal AI message.
+
+    Example:
+        >>> gate_errors([{"role": "user", "content": "hi"}], [], {})
+        []
+    """
+    return [m for d in gate_decisions(messages, skills, state) if (m := d.to_tool_message()) is not None]
+
+
+# --- the node ---------------------------------------------------------------------
+
+
+async def _lookup(get_active_skills: SkillLookup, state: object) -> Iterable[Any] | None:
+    result: Any = get_active_skills(state)
+    if inspect.isawaitable(result):
+        result = await result
+    return list(result or ())
+
+
+def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
+    return tuple(GateDecision(c.name, c.id, "store_unavailable") for c in calls)
+
+
+async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool = False) -> tuple[GateDecision, ...]:
+    """Look up the active skills and decide every call of the terminal AI message.
+
+    Never raises (except cancellation). When the lookup or evaluation fails it
+    logs a WARNING and returns ``()`` (pass through), or, with ``strict=True``,
+    a ``"store_unavailable"`` decision for every call.
+
+    Example:
+        >>> import asyncio
+        >>> async def no_skills(state): return []
+        >>> asyncio.run(run_gate({"messages": []}, no_skills))
+        ()
+    """
+    try:
+        messages = _messages_of(state)
+        calls = terminal_tool_calls(messages)
+    except Exception:
+        log.warning("precondition gate could not read the messages; passing through", exc_info=True)
+        return ()
+    if not calls:
+        return ()
+    try:
+        skills = await _lookup(get_active_skills, state)
+        return gate_decisions(messages, skills, state)
+    except Exception as exc:
+        if strict:
+            log.warning("precondition lookup failed (%r); strict mode blocks %d call(s)", exc, len(calls))
+            return _unavailable(calls)
+        log.warning("precondition lookup failed (%r); passing through without enforcement", exc)
+        return ()
+
+
+def create_precondition_gate_node(
+    get_active_skills: SkillLookup, *, strict: bool = False
+) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+    """Build the async LangGraph gate node ``(state) -> dict``.
+
+    Args:
+        get_active_skills: ``async (state) -> skills`` for this turn.
+        strict: block every call when the lookup fails, instead of passing through.
+
+    Returns:
+        A node returning ``{"messages": [error ToolMessage, ...]}`` when a call is
+        blocked, ``{}`` otherwise. It answers only the blocked calls.
+
+    Example:
+        >>> async def skills(state): return []
+        >>> gate = create_precondition_gate_node(skills)
+        >>> builder.add_node("gate", gate)  # doctest: +SKIP
+    """
+
+    async def precondition_gate(state: Any) -> dict[str, Any]:
+        decisions = await run_gate(state, get_active_skills, strict=strict)
+        errors = [m for d in decisions if (m := d.to_tool_message()) is not None]
+        return {"messages": errors} if errors else {}
+
+    return precondition_gate
+
+
+def precondition_condition(state: Any) -> bool:
+    """True iff enforcement is on in ``state`` and the terminal message has tool calls.
+
+    Enforcement is on when ``state["_procedural_enforce_preconditions"]`` is truthy.
+
+    Example:
+        >>> precondition_condition({"_procedural_enforce_preconditions": True, "messages": []})
+        False
+    """
+    try:
+        flag = state.get(ENFORCE_FLAG) if isinstance(state, Mapping) else getattr(state, ENFORCE_FLAG, None)
+        return bool(flag) and bool(terminal_tool_calls(_messages_of(state)))
+    except Exception:
+        return False

@@ -1,0 +1,221 @@
+"""ProceduralLayer: skills with tool-call preconditions."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from symfonic_graph.errors import NotFoundError, ValidationError
+from symfonic_graph.layers import _validate as v
+from symfonic_graph.models import Skill, skill_from_row
+from symfonic_graph.scope import MemoryScope
+from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id, skill_key
+
+_NO_LIMIT = 2**62
+
+
+class SkillSpec(BaseModel):
+    """One skill to seed in bulk with ``ProceduralLayer.seed_skills``."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    label: str
+    steps: Sequence[str]
+    source_tag: str
+    action_tool: str | None = None
+    precondition: Any = None
+    context: str = ""
+    identifier: str | None = None
+
+
+class ProceduralLayer:
+    """Skills in the graph: seed, query, approve and reject.
+
+    Example:
+        >>> layer = ProceduralLayer(store)
+        >>> skill = await layer.seed_authored_skill(
+        ...     MemoryScope("acme"), label="Deliver a report", steps=["deliver"],
+        ...     source_tag="authored:reports", action_tool="deliver",
+        ...     precondition=["get_integration_status"])
+        >>> [s.id for s in await layer.query_skills(MemoryScope("acme"))]
+        [skill.id]
+    """
+
+    def __init__(self, store: GraphMemoryStore) -> None:
+        self.store = store
+
+    async def seed_authored_skill(
+        self,
+        scope: MemoryScope,
+        *,
+        label: str,
+        steps: Sequence[str],
+        source_tag: str,
+        action_tool: str | None = None,
+        precondition: Any = None,
+        context: str = "",
+        identifier: str | None = None,
+        write_id: str | None = None,
+    ) -> Skill:
+        """Write one approved skill; re-seeding an ``identifier`` replaces it."""
+        spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
+                    precondition=precondition, context=context, identifier=identifier)
+        row = _skill_row(scope, spec, "approved", check_write_id(write_id), field_prefix="")
+        await self._write([row], scope)
+        return await self.get_skill(scope, row["id"], write_id=write_id)
+
+    async def propose_skill(
+        self,
+        scope: MemoryScope,
+        *,
+        label: str,
+        steps: Sequence[str],
+        source_tag: str,
+        action_tool: str | None = None,
+        precondition: Any = None,
+        context: str = "",
+        identifier: str | None = None,
+    ) -> Skill:
+        """Write a draft skill, hidden from turns until ``approve``."""
+        spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
+                    precondition=precondition, context=context, identifier=identifier)
+        row = _skill_row(scope, spec, "draft", None, field_prefix="", authored=False)
+        await self._write([row], scope)
+        return await self.get_skill(scope, row["id"])
+
+    async def seed_skills(
+        self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]], *, write_id: str | None = None
+    ) -> list[str]:
+        """Write many approved skills in one transaction (``UNWIND``); return their ids.
+
+        Every entry is validated before anything is written; an error names
+        the entry, e.g. ``skills[3].steps[0]``.
+        """
+        wid = check_write_id(write_id)
+        if isinstance(skills, (str, bytes, Mapping)) or not isinstance(skills, Sequence):
+            raise ValidationError("skills", "must be a list of skills")
+        rows = []
+        for i, item in enumerate(skills):
+            spec = item.model_dump() if isinstance(item, SkillSpec) else item
+            if not isinstance(spec, Mapping):
+                raise ValidationError(f"skills[{i}]", "must be a SkillSpec or a mapping")
+            rows.append(_skill_row(scope, spec, "approved", wid, field_prefix=f"skills[{i}]."))
+        keys = [r["key"] for r in rows]
+        if len(set(keys)) != len(keys):
+            raise ValidationError("skills", "two entries share an identifier; each identifier once per batch")
+        if rows:
+            await self._write(rows, scope)
+        return [r["id"] for r in rows]
+
+    async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope) -> None:
+        await self.store.write(
+            [("skills_write", {"rows": rows}), ("catalog_bump", {"tenant_id": scope.tenant_id})]
+        )
+
+    async def query_skills(
+        self,
+        scope: MemoryScope,
+        query: str = "",
+        top_k: int | None = None,
+        include_drafts: bool = False,
+        write_id: str | None = None,
+        *,
+        action_tool: str | None = None,
+        include_retracted: bool = False,
+    ) -> list[Skill]:
+        """Visible skills in a stable order (created_at, then id).
+
+        ``query`` filters by case-insensitive substring of label or context;
+        ``action_tool`` keeps only skills whose action tool may be that name
+        (the gate's per-call lookup).
+        """
+        if not isinstance(query, str):
+            raise ValidationError("query", "must be a string")
+        if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
+            raise ValidationError("top_k", "must be a positive int or None")
+        rows = await self.store.read(
+            "skills_visible",
+            **scope.params(),
+            write_id=check_write_id(write_id),
+            include_drafts=bool(include_drafts),
+            include_retracted=bool(include_retracted),
+            query=query,
+            action_tool=v.optional_text("action_tool", action_tool),
+            limit=top_k or _NO_LIMIT,
+        )
+        return [s for s in map(skill_from_row, rows) if s is not None]
+
+    async def get_skill(self, scope: MemoryScope, skill_id: str, *, write_id: str | None = None) -> Skill:
+        """One skill by id (drafts and retracted included) if the scope sees it."""
+        rows = await self.store.read(
+            "skill_by_id", **scope.params(), write_id=check_write_id(write_id), skill_id=v.text("skill_id", skill_id)
+        )
+        skill = skill_from_row(rows[0]) if rows else None
+        if skill is None:
+            raise NotFoundError(f"no readable skill {skill_id!r} in tenant {scope.tenant_id!r}; check the id and scope")
+        return skill
+
+    async def approve(self, scope: MemoryScope, skill_id: str) -> None:
+        """Approve a draft so turns see it."""
+        await self._set_status(scope, skill_id, "approved")
+
+    async def reject(self, scope: MemoryScope, skill_id: str) -> None:
+        """Reject a draft (or an approved skill): turns stop seeing it."""
+        await self._set_status(scope, skill_id, "rejected")
+
+    async def _set_status(self, scope: MemoryScope, skill_id: str, status: str) -> None:
+        params = {**scope.params(), "skill_id": v.text("skill_id", skill_id), "status": status}
+        results = await self.store.write(
+            [("skill_set_status", params), ("catalog_bump", {"tenant_id": scope.tenant_id})]
+        )
+        if not results[0]:
+            raise NotFoundError(f"no published skill {skill_id!r} in tenant {scope.tenant_id!r}")
+
+
+def _skill_row(
+    scope: MemoryScope,
+    spec: Mapping[str, Any],
+    status: str,
+    write_id: str | None,
+    *,
+    field_prefix: str,
+    authored: bool = True,
+) -> dict[str, Any]:
+    p = field_prefix
+    unknown = set(spec) - set(SkillSpec.model_fields)
+    if unknown:
+        raise ValidationError(f"{p}{sorted(unknown)[0]}", "unknown field")
+    for required in ("label", "steps", "source_tag"):
+        if required not in spec:
+            raise ValidationError(f"{p}{required}", "is required")
+    source = v.text(f"{p}source_tag", spec["source_tag"])
+    if authored and not source.startswith("authored:"):
+        raise ValidationError(f"{p}source_tag", 'must start with "authored:", e.g. "authored:billing"')
+    identifier = v.optional_text(f"{p}identifier", spec.get("identifier"))
+    skill_id = new_id()
+    key = skill_key(scope, identifier, skill_id)
+    base_key = None
+    if write_id is not None and identifier is not None:
+        base_key, key = key, key + "\u0000staged:" + write_id
+    try:
+        preconditions = v.precondition_rows(spec.get("precondition"))
+    except ValidationError as exc:
+        raise ValidationError(p + exc.field, exc.problem) from None
+    return {
+        "id": skill_id,
+        "key": key,
+        "base_key": base_key,
+        "write_id": write_id,
+        "tenant_id": scope.tenant_id,
+        "namespace": scope.namespace,
+        "label": v.text(f"{p}label", spec["label"]),
+        "identifier": identifier,
+        "steps": v.string_list(f"{p}steps", spec["steps"]),
+        "action_tool": v.optional_text(f"{p}action_tool", spec.get("action_tool")),
+        "context": v.text(f"{p}context", spec.get("context", ""), required=False),
+        "status": status,
+        "source": source,
+        "preconditions": preconditions,
+    }

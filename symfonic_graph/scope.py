@@ -1,0 +1,56 @@
+"""MemoryScope: whose memory a read or write touches."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass
+
+from symfonic_graph.errors import ScopeError
+
+_MAX_ID_LENGTH = 512
+
+
+def _check_id(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ScopeError(f"{field} must be a str, got {type(value).__name__}")
+    if not value:
+        raise ScopeError(f"{field} must be a non-empty string")
+    if len(value) > _MAX_ID_LENGTH:
+        raise ScopeError(f"{field} is longer than {_MAX_ID_LENGTH} characters")
+    for ch in value:
+        if unicodedata.category(ch) == "Cc":
+            raise ScopeError(
+                f"{field} must not contain control characters (found {ch!r}); "
+                "strip them before building the scope"
+            )
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryScope:
+    """The tenant (and optionally one namespace inside it) a call works in.
+
+    A node is visible to ``MemoryScope(t, ns)`` iff its ``tenant_id`` is ``t``
+    and its ``namespace`` is null or ``ns``. A scope without a namespace sees
+    tenant-wide nodes only.
+
+    Example:
+        >>> MemoryScope("acme", namespace="user-42")
+        MemoryScope(tenant_id='acme', namespace='user-42')
+    """
+
+    tenant_id: str
+    namespace: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_id("tenant_id", self.tenant_id)
+        if self.namespace is not None:
+            _check_id("namespace", self.namespace)
+
+    def params(self) -> dict[str, str | None]:
+        """The query parameters every scoped Cypher statement takes."""
+        return {"tenant_id": self.tenant_id, "namespace": self.namespace}
+
+    def owns(self, tenant_id: object, namespace: object) -> bool:
+        """True iff a node with these properties is visible to this scope."""
+        return tenant_id == self.tenant_id and (namespace is None or namespace == self.namespace)

@@ -1,0 +1,59 @@
+// The local Neo4j of symfonic-graph: Neo4j Community's embedded DBMS with its
+// Bolt connector on a loopback address. Started and stopped by
+// `symfonic-graph server start|stop`; never used in production.
+//
+// Usage: SYMFONIC_NEO4J_PASSWORD=... java -cp <neo4j jars>:<this class> Launcher <home> <host> <port>
+// (the password travels in the environment, not on the command line)
+// Prints "READY <version>" once Bolt accepts connections and shuts the DBMS
+// down cleanly on SIGTERM.
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Map;
+
+import org.neo4j.configuration.GraphDatabaseSettings;
+import org.neo4j.configuration.connectors.BoltConnector;
+import org.neo4j.configuration.connectors.HttpConnector;
+import org.neo4j.configuration.helpers.SocketAddress;
+import org.neo4j.dbms.api.DatabaseManagementService;
+import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.io.ByteUnit;
+
+public final class Launcher {
+    private Launcher() {}
+
+    public static void main(String[] args) throws Exception {
+        String password = System.getenv("SYMFONIC_NEO4J_PASSWORD");
+        if (args.length != 3 || password == null || password.isEmpty()) {
+            System.err.println("usage: SYMFONIC_NEO4J_PASSWORD=... Launcher <home> <host> <port>");
+            System.exit(2);
+        }
+        Path home = Path.of(args[0]).toAbsolutePath();
+        String host = args[1];
+        int port = Integer.parseInt(args[2]);
+
+        DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(home)
+                .setConfig(BoltConnector.enabled, true)
+                .setConfig(BoltConnector.listen_address, new SocketAddress(host, port))
+                .setConfig(BoltConnector.advertised_address, new SocketAddress(host, port))
+                .setConfig(HttpConnector.enabled, false)
+                .setConfig(GraphDatabaseSettings.auth_enabled, true)
+                .setConfig(GraphDatabaseSettings.pagecache_memory, ByteUnit.mebiBytes(512))
+                .setConfig(GraphDatabaseSettings.transaction_timeout, Duration.ofMinutes(5))
+                .build();
+        Runtime.getRuntime().addShutdownHook(new Thread(dbms::shutdown, "neo4j-shutdown"));
+
+        // The embedded API runs with full rights, so it can set the password
+        // the Python side generated; no "change on first login" dance.
+        dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME).executeTransactionally(
+                "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
+                Map.of("password", password));
+
+        String version = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME).executeTransactionally(
+                "CALL dbms.components() YIELD versions RETURN versions[0] AS v",
+                Map.of(),
+                result -> (String) result.next().get("v"));
+        System.out.println("READY " + version);
+        System.out.flush();
+        Thread.currentThread().join();
+    }
+}

@@ -1,0 +1,5 @@
+"""The local development Neo4j (``symfonic-graph server start|stop|status``)."""
+
+from symfonic_graph.server._local import LocalNeo4j, ServerState
+
+__all__ = ["LocalNeo4j", "ServerState"]

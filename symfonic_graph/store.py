@@ -1,0 +1,292 @@
+"""GraphMemoryStore: the driver, transactions, markers and schema.
+
+Every statement is a named query from ``cypher/``; values travel only as
+parameters. Reads go through ``execute_read`` and writes through
+``execute_write`` (retried on transient errors, routed on a cluster), all
+sessions share one bookmark manager so a write is visible to the next read,
+and each call is bounded by ``query_timeout``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from typing import Any, TypeVar
+
+import anyio
+import neo4j
+from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
+from neo4j.exceptions import ClientError, DriverError, Neo4jError
+
+from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
+from symfonic_graph.errors import NotFoundError, SchemaError, StoreUnavailableError, ValidationError
+from symfonic_graph.scope import MemoryScope
+
+log = logging.getLogger("symfonic_graph.store")
+
+T = TypeVar("T")
+Row = dict[str, Any]
+Statement = tuple[str, dict[str, Any]]
+
+_MIGRATION_FILE = re.compile(r"^(\d+)_([a-z0-9_]+)\.cypher$")
+# Errors a concurrent `CREATE ... IF NOT EXISTS` may raise while another
+# process creates the same rule; the rule exists afterwards either way.
+_SCHEMA_RACE_CODES = frozenset(
+    {
+        "Neo.ClientError.Schema.EquivalentSchemaRuleAlreadyExists",
+        "Neo.ClientError.Schema.ConstraintAlreadyExists",
+        "Neo.ClientError.Schema.IndexAlreadyExists",
+        "Neo.ClientError.Schema.ConstraintWithNameAlreadyExists",
+        "Neo.ClientError.Schema.IndexWithNameAlreadyExists",
+    }
+)
+
+
+def new_id() -> str:
+    """A fresh node id."""
+    return str(uuid.uuid4())
+
+
+def check_write_id(write_id: object) -> str | None:
+    """Validate an optional staging ``write_id``."""
+    if write_id is None:
+        return None
+    if not isinstance(write_id, str) or not write_id:
+        raise ValidationError("write_id", "must be a non-empty string or None")
+    return write_id
+
+
+class GraphMemoryStore:
+    """The shared Neo4j behind every memory layer.
+
+    Args:
+        driver: a caller-owned ``neo4j.AsyncDriver``.
+        database: the database to use (the server default when None).
+        query_timeout: seconds each call may take, retries included, before
+            it fails with ``StoreUnavailableError``.
+
+    Example:
+        >>> driver = neo4j.AsyncGraphDatabase.driver(uri, auth=(user, password))
+        >>> store = GraphMemoryStore(driver)
+        >>> await store.apply_schema()
+        >>> await store.retract(MemoryScope("acme"), skill.id, reason="outdated")
+    """
+
+    def __init__(self, driver: AsyncDriver, *, database: str | None = None, query_timeout: float = 10.0) -> None:
+        if query_timeout <= 0:
+            raise ValueError("query_timeout must be positive seconds")
+        self.driver = driver
+        self.database = database
+        self.query_timeout = query_timeout
+        self._bookmarks = AsyncGraphDatabase.bookmark_manager()
+
+    @classmethod
+    @asynccontextmanager
+    async def connect(
+        cls, uri: str, user: str, password: str, *, database: str | None = None, query_timeout: float = 10.0
+    ) -> AsyncIterator[GraphMemoryStore]:
+        """Open a driver, yield a store over it, and close the driver after.
+
+        Example:
+            >>> async with GraphMemoryStore.connect("bolt://127.0.0.1:7687", "neo4j", pw) as store:
+            ...     await store.apply_schema()
+        """
+        driver = AsyncGraphDatabase.driver(uri, auth=(user, password))
+        try:
+            yield cls(driver, database=database, query_timeout=query_timeout)
+        finally:
+            await driver.close()
+
+    # -- transactions -----------------------------------------------------
+
+    async def _bounded(self, work: Callable[[], Awaitable[T]], what: str) -> T:
+        try:
+            with anyio.fail_after(self.query_timeout):
+                return await work()
+        except TimeoutError:
+            raise StoreUnavailableError(
+                f"{what}: Neo4j did not answer within {self.query_timeout}s; check the server, "
+                "or raise query_timeout"
+            ) from None
+        except ClientError:
+            raise
+        except (Neo4jError, DriverError, OSError) as exc:
+            raise StoreUnavailableError(f"{what}: Neo4j is unavailable ({exc}); check the server") from exc
+
+    def _session(self) -> neo4j.AsyncSession:
+        return self.driver.session(
+            database=self.database, bookmark_manager=self._bookmarks, notifications_min_severity="OFF"
+        )
+
+    async def read(self, name: str, **params: Any) -> list[Row]:
+        """Run the named read query; return its rows as dicts."""
+        q = query(name)
+        q.check_args(params)
+
+        async def tx(t: AsyncManagedTransaction) -> list[Row]:
+            result = await t.run(q.text, params)
+            return [record.data() async for record in result]
+
+        async def work() -> list[Row]:
+            async with self._session() as session:
+                return await session.execute_read(neo4j.unit_of_work(timeout=self.query_timeout)(tx))
+
+        return await self._bounded(work, f"query {name}")
+
+    async def write(self, statements: Sequence[Statement]) -> list[list[Row]]:
+        """Run named write queries in one transaction (all or nothing)."""
+        prepared: list[tuple[Query, dict[str, Any]]] = []
+        for name, params in statements:
+            q = query(name)
+            q.check_args(params)
+            prepared.append((q, params))
+
+        async def tx(t: AsyncManagedTransaction) -> list[list[Row]]:
+            out = []
+            for q, params in prepared:
+                result = await t.run(q.text, params)
+                out.append([record.data() async for record in result])
+            return out
+
+        async def work() -> list[list[Row]]:
+            async with self._session() as session:
+                return await session.execute_write(neo4j.unit_of_work(timeout=self.query_timeout)(tx))
+
+        return await self._bounded(work, "write " + ", ".join(n for n, _ in statements))
+
+    # -- schema -----------------------------------------------------------
+
+    async def apply_schema(self) -> list[int]:
+        """Apply the versioned constraints and indexes; return versions newly applied.
+
+        Idempotent: a second run applies nothing and returns ``[]``. Safe to
+        run from several processes at once.
+        """
+        applied = {row["version"] for row in await self._schema_read("migrations_applied")}
+        done: list[int] = []
+        for version, name, statements in _migrations():
+            if version in applied:
+                continue
+            for q in statements:
+                await self._schema_statement(q)
+            await self.write([("migration_record", {"version": version, "name": name})])
+            done.append(version)
+        return done
+
+    async def _schema_read(self, name: str) -> list[Row]:
+        try:
+            return await self.read(name)
+        except ClientError as exc:
+            raise SchemaError(f"cannot read applied migrations: {exc.message}") from exc
+
+    async def _schema_statement(self, q: Query) -> None:
+        async def work() -> None:
+            async with self._session() as session:
+                result = await session.run(q.text)
+                await result.consume()
+
+        for attempt in range(3):
+            try:
+                await self._bounded(work, f"schema statement {q.name}")
+                return
+            except ClientError as exc:
+                if exc.code in _SCHEMA_RACE_CODES:
+                    return
+                raise SchemaError(f"{q.source}: {q.name} failed: {exc.message}") from exc
+            except StoreUnavailableError:
+                if attempt == 2:
+                    raise
+
+    async def server_info(self) -> Row:
+        """Name, version and edition of the Neo4j server."""
+        rows = await self.read("server_components")
+        return rows[0]
+
+    # -- markers ----------------------------------------------------------
+
+    async def retract(self, scope: MemoryScope, node_id: str, *, reason: str = "") -> None:
+        """Hide a node from every read (soft delete); ``restore`` undoes it."""
+        if not isinstance(reason, str):
+            raise ValidationError("reason", "must be a string")
+        rows = await self._marker("node_retract", scope, node_id, reason=reason)
+        log.info("retracted %s in tenant %s: %s", node_id, scope.tenant_id, reason)
+        del rows
+
+    async def restore(self, scope: MemoryScope, node_id: str) -> None:
+        """Undo ``retract``."""
+        await self._marker("node_restore", scope, node_id)
+
+    async def _marker(self, name: str, scope: MemoryScope, node_id: str, **extra: Any) -> list[Row]:
+        if not isinstance(node_id, str) or not node_id:
+            raise ValidationError("node_id", "must be a non-empty string")
+        params = {**scope.params(), "node_id": node_id, **extra}
+        results = await self.write(
+            [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})]
+        )
+        if not results[0]:
+            raise NotFoundError(
+                f"no node {node_id!r} visible in tenant {scope.tenant_id!r} namespace {scope.namespace!r}; "
+                "check the id and the scope"
+            )
+        return results[0]
+
+    async def prune(self, scope: MemoryScope, *, older_than_seconds: float) -> int:
+        """Hard-delete this scope's nodes retracted more than ``older_than_seconds`` ago."""
+        if isinstance(older_than_seconds, bool) or not isinstance(older_than_seconds, (int, float)) or older_than_seconds < 0:
+            raise ValidationError("older_than_seconds", "must be a non-negative number of seconds")
+        rows = await self.write(
+            [("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]
+        )
+        return int(rows[0][0]["pruned"]) if rows[0] else 0
+
+    async def publish(self, scope: MemoryScope, write_id: str) -> int:
+        """Make every node staged under ``write_id`` visible, in one transaction."""
+        params = {**scope.params(), "write_id": _required_write_id(write_id)}
+        results = await self.write(
+            [
+                ("write_replace_live", params),
+                ("write_publish", params),
+                ("catalog_bump", {"tenant_id": scope.tenant_id}),
+            ]
+        )
+        return int(results[1][0]["published"])
+
+    async def discard(self, scope: MemoryScope, write_id: str) -> int:
+        """Delete every node staged under ``write_id``; return how many."""
+        params = {**scope.params(), "write_id": _required_write_id(write_id)}
+        results = await self.write([("write_discard", params)])
+        return int(results[0][0]["discarded"]) if results[0] else 0
+
+    async def catalog_version(self, scope: MemoryScope) -> int:
+        """The tenant's catalog version: bumped by every library write to its skills."""
+        rows = await self.read("catalog_version", tenant_id=scope.tenant_id)
+        return int(rows[0]["version"]) if rows else 0
+
+
+def _required_write_id(write_id: object) -> str:
+    checked = check_write_id(write_id)
+    if checked is None:
+        raise ValidationError("write_id", "must be a non-empty string")
+    return checked
+
+
+def _migrations() -> list[tuple[int, str, list[Query]]]:
+    found = []
+    for path in sorted((cypher_root() / "schema").glob("*.cypher")):
+        match = _MIGRATION_FILE.match(path.name)
+        if not match:
+            raise SchemaError(f"{path}: migration files are named NNNN_name.cypher")
+        queries = parse_queries(path.read_text(encoding="utf-8"), f"schema/{path.name}")
+        found.append((int(match[1]), match[2], queries))
+    return found
+
+
+def skill_key(scope: MemoryScope, identifier: str | None, fallback_id: str) -> str:
+    """The unique key of a skill: (tenant, namespace, identifier), or its id."""
+    if identifier is None:
+        return json.dumps(["id", fallback_id])
+    return json.dumps(["skill", scope.tenant_id, scope.namespace, identifier])
