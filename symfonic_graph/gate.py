@@ -184,9 +184,7 @@ def called_tools(messages: Iterable[Any]) -> frozenset[str]:
         frozenset({'auth'})
     """
     messages = list(messages)
-    names_by_id = {
-        ref.id: ref.name for message in messages for ref in _tool_calls(message) if ref.id is not None
-    }
+    names_by_id = {ref.id: ref.name for message in messages for ref in _tool_calls(message) if ref.id is not None}
     called: set[str] = set()
     for message in messages:
         if _kind(message) != "tool" or _is_injected(message):
@@ -324,9 +322,7 @@ def _check(skill: object, action_tool: str, called: frozenset[str]) -> SkillChec
     return SkillCheck(skill_label(skill), skill_id(skill), required, missing)
 
 
-def _decide(
-    filtered: StateFilterResult, tool_name: str, called: frozenset[str], call_id: str | None
-) -> GateDecision:
+def _decide(filtered: StateFilterResult, tool_name: str, called: frozenset[str], call_id: str | None) -> GateDecision:
     matched = tuple(_check(s, tool_name, called) for s in filtered.kept if action_tool_of(s) == tool_name)
     dropped = tuple(d for d in filtered.dropped if action_tool_of(d.skill) == tool_name)
     blocking = next((check for check in matched if not check.satisfied), None)
@@ -357,10 +353,7 @@ def explain_tool_call(
         >>> explain_tool_call([skill], "deploy", called=["auth"]).verdict
         'allowed'
     """
-    if state is None:
-        filtered = StateFilterResult(tuple(skills or ()), ())
-    else:
-        filtered = partition_skills_by_state(skills, state)
+    filtered = StateFilterResult(tuple(skills or ()), ()) if state is None else partition_skills_by_state(skills, state)
     return _decide(filtered, tool_name, frozenset(called), call_id)
 
 

@@ -77,10 +77,7 @@ MISSING: Final = _Missing()
 
 
 def _metadata(skill: object) -> Mapping[str, Any]:
-    if isinstance(skill, Mapping):
-        meta = skill.get("metadata")
-    else:
-        meta = getattr(skill, "metadata", None)
+    meta = skill.get("metadata") if isinstance(skill, Mapping) else getattr(skill, "metadata", None)
     return meta if isinstance(meta, Mapping) else {}
 
 
@@ -210,11 +207,7 @@ def state_predicates(skill: object) -> list[Any]:
         ...     "auth", {"state": {"path": "env", "op": "exists"}}]}))
         [{'path': 'env', 'op': 'exists'}]
     """
-    return [
-        item["state"]
-        for item in _precondition_items(skill)
-        if isinstance(item, Mapping) and "state" in item
-    ]
+    return [item["state"] for item in _precondition_items(skill) if isinstance(item, Mapping) and "state" in item]
 
 
 # --- predicates ---------------------------------------------------------------

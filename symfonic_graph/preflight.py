@@ -45,9 +45,11 @@ def preflight_lines(skills: Iterable[Any] | None, *, include_negative: bool = Fa
 
     Example:
         >>> from types import SimpleNamespace
-        >>> preflight_lines([SimpleNamespace(metadata={"action_tool": "x", "precondition": "a"})],
-        ...                 include_negative=True)
-        ['- YOU MUST call `a` BEFORE calling `x` (skill: <unnamed>).', '- DO NOT call `x` until `a` has returned (skill: <unnamed>).']
+        >>> skill = SimpleNamespace(metadata={"action_tool": "x", "precondition": "a"})
+        >>> for line in preflight_lines([skill], include_negative=True):
+        ...     print(line)
+        - YOU MUST call `a` BEFORE calling `x` (skill: <unnamed>).
+        - DO NOT call `x` until `a` has returned (skill: <unnamed>).
     """
     lines: list[str] = []
     for skill in skills or ():

@@ -236,7 +236,8 @@ class GraphMemoryStore:
 
     async def prune(self, scope: MemoryScope, *, older_than_seconds: float) -> int:
         """Hard-delete this scope's nodes retracted more than ``older_than_seconds`` ago."""
-        if isinstance(older_than_seconds, bool) or not isinstance(older_than_seconds, (int, float)) or older_than_seconds < 0:
+        age = older_than_seconds
+        if isinstance(age, bool) or not isinstance(age, (int, float)) or age < 0:
             raise ValidationError("older_than_seconds", "must be a non-negative number of seconds")
         rows = await self.write(
             [("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]

@@ -44,7 +44,9 @@ def property_value(field: str, value: object) -> Any:
         if not all(isinstance(v, _SCALARS) for v in value) or len(kinds) > 1:
             raise ValidationError(field, "a list value must hold scalars of one type (str, int, float or bool)")
         return list(value)
-    raise ValidationError(field, f"must be a str, int, float, bool or a list of one of them, got {type(value).__name__}")
+    raise ValidationError(
+        field, f"must be a str, int, float, bool or a list of one of them, got {type(value).__name__}"
+    )
 
 
 def precondition_rows(value: object) -> list[dict[str, Any]]:

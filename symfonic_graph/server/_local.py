@@ -150,7 +150,8 @@ class LocalNeo4j:
             if javac is None:
                 raise LocalServerError("javac not found: install a JDK 17+ (not only a JRE) or set JAVA_HOME")
             classes.mkdir(parents=True, exist_ok=True)
-            _run([javac, "-d", str(classes), "-cp", f"{lib}/*", str(_HERE / "Launcher.java")], "compiling Launcher.java")
+            source = str(_HERE / "Launcher.java")
+            _run([javac, "-d", str(classes), "-cp", f"{lib}/*", source], "compiling Launcher.java")
         return f"{lib}/*:{classes}"
 
     def _fetch(self, lib: Path) -> None:

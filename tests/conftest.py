@@ -1,0 +1,104 @@
+"""Test fixtures: a real Neo4j found through documented environment variables.
+
+Order of preference:
+1. ``NEO4J_URI`` / ``NEO4J_USER`` / ``NEO4J_PASSWORD`` (/ ``NEO4J_DATABASE``),
+   e.g. after ``eval "$(symfonic-graph server start)"``;
+2. a testcontainers Neo4j when a Docker engine answers;
+3. otherwise every test that needs Neo4j fails at once, saying how to start one.
+
+Each test works in a fresh tenant id; nothing is wiped between tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+
+import neo4j
+import pytest
+
+from symfonic_graph import GraphMemoryStore, MemoryScope
+
+
+@dataclass(frozen=True)
+class Neo4jSettings:
+    uri: str
+    user: str
+    password: str
+    database: str | None
+
+
+def _docker_answers() -> bool:
+    try:
+        import docker  # type: ignore[import-untyped]
+
+        docker.from_env(timeout=3).ping()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def neo4j_settings() -> Iterator[Neo4jSettings]:
+    uri = os.environ.get("NEO4J_URI")
+    if uri:
+        yield Neo4jSettings(
+            uri, os.environ.get("NEO4J_USER", "neo4j"), os.environ.get("NEO4J_PASSWORD", ""),
+            os.environ.get("NEO4J_DATABASE") or None,
+        )
+        return
+    if _docker_answers():
+        from testcontainers.neo4j import Neo4jContainer
+
+        with Neo4jContainer("neo4j:5.26-community") as container:
+            yield Neo4jSettings(container.get_connection_url(), "neo4j", container.password, None)
+        return
+    pytest.fail(
+        "No Neo4j for the integration tests: run `eval \"$(symfonic-graph server start)\"` "
+        "(or `docker compose up -d --wait` and export NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD), then rerun.",
+        pytrace=False,
+    )
+
+
+@pytest.fixture(scope="session")
+def _schema(neo4j_settings: Neo4jSettings) -> None:
+    async def apply() -> None:
+        async with GraphMemoryStore.connect(
+            neo4j_settings.uri, neo4j_settings.user, neo4j_settings.password, database=neo4j_settings.database
+        ) as store:
+            await store.apply_schema()
+
+    asyncio.run(apply())
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture
+async def driver(neo4j_settings: Neo4jSettings, _schema: None) -> AsyncIterator[neo4j.AsyncDriver]:
+    drv = neo4j.AsyncGraphDatabase.driver(neo4j_settings.uri, auth=(neo4j_settings.user, neo4j_settings.password))
+    try:
+        yield drv
+    finally:
+        await drv.close()
+
+
+@pytest.fixture
+async def store(driver: neo4j.AsyncDriver, neo4j_settings: Neo4jSettings) -> GraphMemoryStore:
+    return GraphMemoryStore(driver, database=neo4j_settings.database)
+
+
+@pytest.fixture
+def tenant() -> str:
+    """A fresh tenant id for this test alone."""
+    return f"t-{uuid.uuid4().hex}"
+
+
+@pytest.fixture
+def scope(tenant: str) -> MemoryScope:
+    return MemoryScope(tenant)

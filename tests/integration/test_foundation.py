@@ -1,0 +1,47 @@
+"""The foundation: a real Neo4j 5 over Bolt, and the versioned schema."""
+
+from __future__ import annotations
+
+import anyio
+import neo4j
+import pytest
+
+from symfonic_graph import GraphMemoryStore
+from symfonic_graph.store import _migrations
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_fixture_reaches_neo4j_5_over_bolt(driver: neo4j.AsyncDriver) -> None:
+    records, _, _ = await driver.execute_query("CALL dbms.components() YIELD name, versions RETURN name, versions")
+    assert records[0]["name"] == "Neo4j Kernel"
+    assert records[0]["versions"][0].startswith("5.")
+    assert driver.get_server_info  # a Bolt driver, not a stand-in
+    info = await driver.get_server_info()
+    assert info.protocol_version[0] >= 5
+
+
+async def test_apply_schema_is_idempotent_and_recorded(store: GraphMemoryStore) -> None:
+    assert await store.apply_schema() == []  # the session fixture applied it already
+    rows = await store.read("migrations_applied")
+    assert [r["version"] for r in rows] == [v for v, _, _ in _migrations()]
+    records, _, _ = await store.driver.execute_query("SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names")
+    before = sorted(records[0]["names"])
+    assert await store.apply_schema() == []
+    records, _, _ = await store.driver.execute_query("SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names")
+    assert sorted(records[0]["names"]) == before
+    assert {"skill_id", "skill_symfonic_key", "trigger_id"} <= set(before)
+
+
+async def test_schema_statements_race_safely(store: GraphMemoryStore) -> None:
+    """Concurrent runs of every schema statement all succeed."""
+    statements = [q for _, _, qs in _migrations() for q in qs]
+
+    async def run_all() -> None:
+        for q in statements:
+            await store._schema_statement(q)
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(4):
+            tg.start_soon(run_all)
+    assert await store.apply_schema() == []

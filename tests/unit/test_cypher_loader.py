@@ -1,0 +1,89 @@
+"""The named-query loader, without a database."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from symfonic_graph._cypher import all_queries, cypher_root, load_dir, parse_queries
+from symfonic_graph.errors import QueryFileError
+from symfonic_graph.store import _migrations
+
+
+def test_parses_name_params_and_doc() -> None:
+    [q] = parse_queries("// name: one\n// params: a, b\n// Says hi.\nRETURN $a, $b;\n", "x.cypher")
+    assert (q.name, q.params, q.doc, q.text, q.source) == ("one", {"a", "b"}, "Says hi.", "RETURN $a, $b", "x.cypher:1")
+
+
+def test_several_queries_in_one_file() -> None:
+    qs = parse_queries("// name: a\n// params:\nRETURN 1;\n\n// name: b\n// params: x\nRETURN $x;\n", "f.cypher")
+    assert [(q.name, q.source) for q in qs] == [("a", "f.cypher:1"), ("b", "f.cypher:5")]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("RETURN 1", r"f.cypher:1: no '// name:' header"),
+        ("// name: a\nRETURN 1", r"f.cypher:1: query a has no '// params:' line"),
+        ("// name: a\n// params: x\nRETURN 1", r"f.cypher:1: query a declares \['x'\] but uses \[\]"),
+        ("// name: a\n// params:\nRETURN 1\n// name: b\n// params:\nRETURN $y", r"f.cypher:4: query b declares"),
+        ("// name: Bad-Name\n// params:\nRETURN 1", r"f.cypher:1: query name 'Bad-Name' must be snake_case"),
+        ("// name: a\n// params:\n", r"f.cypher:1: query a has no statement"),
+    ],
+)
+def test_errors_name_file_and_line(text: str, message: str) -> None:
+    with pytest.raises(QueryFileError, match=message):
+        parse_queries(text, "f.cypher")
+
+
+def test_params_inside_strings_and_comments_do_not_count() -> None:
+    [q] = parse_queries("// name: a\n// params: x\nRETURN $x, '$y' // $z\n", "f.cypher")
+    assert q.params == {"x"}
+
+
+def test_duplicate_names_across_files(tmp_path: Path) -> None:
+    root = tmp_path / "queries"
+    root.mkdir()
+    (root / "a.cypher").write_text("// name: same\n// params:\nRETURN 1\n")
+    (root / "b.cypher").write_text("\n// name: same\n// params:\nRETURN 2\n")
+    message = r"queries/b.cypher:2: query name same is already used at queries/a.cypher:1"
+    with pytest.raises(QueryFileError, match=message):
+        load_dir(root)
+
+
+def test_check_args_rejects_missing_and_extra() -> None:
+    [q] = parse_queries("// name: a\n// params: x\nRETURN $x\n", "f.cypher")
+    with pytest.raises(TypeError, match=r"missing \['x'\], unexpected \['y'\]"):
+        q.check_args({"y": 1})
+
+
+def test_every_shipped_file_loads_with_unique_names() -> None:
+    names = [q.name for q in all_queries()]
+    assert len(names) == len(set(names)) > 10
+    assert _migrations(), "schema migrations are shipped"
+    for path in (cypher_root() / "seeds").glob("*.cypher"):
+        assert path.read_text().strip(), path
+
+
+# Every query that reads memory for a scope; a new one must be added here.
+_SCOPED_READS = {"skills_visible", "skill_by_id", "triggers_pending", "facts_visible"}
+
+
+def test_scoped_read_list_is_complete() -> None:
+    reads = {q.name for q in all_queries() if "$tenant_id" in q.text and "RETURN" in q.text
+             and not any(w in q.text for w in ("SET ", "DELETE", "MERGE", "CREATE", "REMOVE"))}
+    assert reads - {"catalog_version"} <= _SCOPED_READS
+
+
+@pytest.mark.parametrize("name", sorted(_SCOPED_READS))
+def test_every_tenant_scoped_read_filters_tenant_namespace_and_markers(name: str) -> None:
+    q = next(q for q in all_queries() if q.name == name)
+    text = q.text
+    assert re.search(r"\.tenant_id = \$tenant_id", text), name
+    assert re.search(r"\.namespace IS NULL OR \w+\.namespace = \$namespace", text), name
+    assert "SymfonicUnpublished" in text and "symfonic_write_id = $write_id" in text, name
+    if name != "skill_by_id":  # audit read by id: sees retracted on purpose
+        assert "SymfonicRetracted" in text, name
+    assert "STARTS WITH $tenant_id" not in text and "CONTAINS $tenant_id" not in text
