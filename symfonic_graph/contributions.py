@@ -17,8 +17,9 @@ class PluginContribution:
     position, lower ``order`` comes first.
 
     Example:
-        >>> PluginContribution("## RULES\\n- ...", "cached", 5, "", "symfonic.procedural")
-        PluginContribution(content='## RULES\\n- ...', position='cached', order=5, header='', origin='symfonic.procedural')
+        >>> block = PluginContribution("## RULES", "cached", 5, "", "symfonic.procedural")
+        >>> block.position, block.order
+        ('cached', 5)
     """
 
     content: str
