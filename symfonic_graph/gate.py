@@ -13,7 +13,7 @@ Decisions:
       the same parallel batch as its action does not satisfy it.
     * Results the gate injected never count. They are marked with
       ``response_metadata={GATE_MARKER_KEY: GATE_MARKER_VALUE}`` (never sent to a
-      provider). For messages that lost their metadata on a round trip, an
+      provider). For messages that lost their metadata on a round trip, a
       ``status="error"`` result whose content starts with one of the gate's
       prefixes is treated as injected too.
     * Any failure of the skill lookup: pass through (``{}``) with a WARNING by

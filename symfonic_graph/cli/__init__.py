@@ -11,7 +11,7 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from symfonic_graph.cli import _server, _store_commands
+from symfonic_graph.cli import _inspect, _operator, _server, _store_commands
 from symfonic_graph.errors import LocalServerError, StoreUnavailableError, SymfonicGraphError
 
 EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
@@ -25,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _server.register(sub)
     _store_commands.register(sub)
+    _operator.register(sub)
+    _inspect.register(sub)
     return parser
 
 

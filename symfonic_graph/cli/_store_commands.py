@@ -21,6 +21,8 @@ def register(sub: Any) -> None:
     status = actions.add_parser("status", help="applied migrations and the server version")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(handler=lambda a: anyio.run(_schema_status, a.json))
+    demo = sub.add_parser("demo", help="run the scripted multi-tenant agent demo (starts the local Neo4j if needed)")
+    demo.set_defaults(handler=lambda a: _demo())
     smoke = sub.add_parser("smoke", help="seed and read back one skill in a throwaway tenant")
     smoke.set_defaults(handler=lambda a: anyio.run(_smoke))
 
@@ -55,4 +57,23 @@ async def _smoke() -> int:
         [read] = await layer.query_skills(scope)
         await store.retract(scope, skill.id, reason="smoke run")
     print(f"seeded and read back skill {read.id} in tenant {scope.tenant_id}: {read.metadata}")
+    return 0
+
+
+def _demo() -> int:
+    import os
+    import sys
+
+    from symfonic_graph.demo import run_demo
+    from symfonic_graph.server import LocalNeo4j
+
+    if not os.environ.get("NEO4J_URI") and LocalNeo4j().state() is None:
+        print("starting the local Neo4j (first run downloads it from Maven Central)...", file=sys.stderr)
+        LocalNeo4j().start()
+
+    async def go() -> None:
+        async with open_store() as store:
+            await run_demo(store)
+
+    anyio.run(go)
     return 0

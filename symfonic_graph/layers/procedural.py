@@ -109,6 +109,14 @@ class ProceduralLayer:
             await self._write(rows, scope)
         return [r["id"] for r in rows]
 
+    def validate_skills(self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]]) -> None:
+        """Check entries as ``seed_skills`` would, writing nothing (errors name ``skills[i].field``)."""
+        for i, item in enumerate(skills):
+            spec = item.model_dump() if isinstance(item, SkillSpec) else item
+            if not isinstance(spec, Mapping):
+                raise ValidationError(f"skills[{i}]", "must be a SkillSpec or a mapping")
+            _skill_row(scope, spec, "approved", None, field_prefix=f"skills[{i}].")
+
     async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope) -> None:
         await self.store.write(
             [("skills_write", {"rows": rows}), ("catalog_bump", {"tenant_id": scope.tenant_id})]

@@ -68,7 +68,7 @@ def test_every_shipped_file_loads_with_unique_names() -> None:
 
 
 # Every query that reads memory for a scope; a new one must be added here.
-_SCOPED_READS = {"skills_visible", "skill_by_id", "triggers_pending", "facts_visible"}
+_SCOPED_READS = {"skills_visible", "skill_by_id", "triggers_pending", "facts_visible", "memory_recall"}
 
 
 def test_scoped_read_list_is_complete() -> None:

@@ -1,0 +1,20 @@
+// name: memory_recall
+// params: tenant_id, namespace, write_id, search, labels, limit
+// Generic recall: full-text search over skills, triggers and facts. `search`
+// is an escaped Lucene query; `labels` lists the node labels the retrieval
+// policy allows. Visibility is enforced here: tenant, namespace, markers,
+// approved and active skills only, pending triggers only.
+CALL db.index.fulltext.queryNodes('symfonic_memory_text', $search) YIELD node, score
+WITH node, score,
+     CASE WHEN node:Skill THEN 'Skill' WHEN node:Trigger THEN 'Trigger' WHEN node:Fact THEN 'Fact' END AS kind
+WHERE node.tenant_id = $tenant_id
+  AND (node.namespace IS NULL OR node.namespace = $namespace)
+  AND NOT node:SymfonicRetracted
+  AND (NOT node:SymfonicUnpublished OR node.symfonic_write_id = $write_id)
+  AND kind IN $labels
+  AND (kind <> 'Skill' OR (node.status = 'approved' AND coalesce(node.active, true) = true))
+  AND (kind <> 'Trigger' OR node.status = 'pending')
+RETURN kind, node.id AS id, node.tenant_id AS tenant_id, node.namespace AS namespace,
+       node.label AS label, node.condition AS condition, node.task AS task, node.text AS text, score
+ORDER BY score DESC, id
+LIMIT $limit;

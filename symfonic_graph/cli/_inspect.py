@@ -1,0 +1,88 @@
+"""``symfonic-graph doctor`` and ``explain``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
+from symfonic_graph.cli._connect import open_store
+from symfonic_graph.doctor import diagnose
+from symfonic_graph.errors import ValidationError
+from symfonic_graph.gate import GateDecision, explain_tool_call
+from symfonic_graph.layers import ProceduralLayer
+
+
+def register(sub: Any) -> None:
+    doctor = sub.add_parser("doctor", help="report malformed graph data and missing indexes")
+    add_json_flag(doctor)
+    doctor.add_argument("--strict", action="store_true", help="exit 1 when anything is found")
+    doctor.add_argument("--tenant", default=None, help="check only this tenant's nodes")
+    doctor.set_defaults(handler=lambda a: anyio.run(_doctor, a))
+
+    explain = sub.add_parser("explain", help="print the gate's decision trace for one tool call")
+    add_scope_flags(explain)
+    add_json_flag(explain)
+    explain.add_argument("--tool", required=True, help="the tool the model wants to call")
+    explain.add_argument("--state", type=Path, default=None, help="a JSON file with the graph state")
+    explain.add_argument("--called", default="", help="comma-separated tools already called this run")
+    explain.set_defaults(handler=lambda a: anyio.run(_explain, a))
+
+
+async def _doctor(args: argparse.Namespace) -> int:
+    async with open_store() as store:
+        findings = await diagnose(store, args.tenant)
+    text = "\n".join(f"[{f.check}] {f.label} {f.node}: {f.problem}" for f in findings)
+    emit(args, [asdict(f) for f in findings], text or "no problems found")
+    return 1 if findings and args.strict else 0
+
+
+def _load_state(path: Path | None) -> Any:
+    if path is None:
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValidationError(f"--state {path}", f"not a readable JSON file: {exc}") from None
+
+
+def render_decision(decision: GateDecision) -> str:
+    """The decision trace as readable lines."""
+    lines = [f"tool: {decision.tool_name}", f"verdict: {decision.verdict}"]
+    lines.append(f"called before: {', '.join(sorted(decision.called)) or '(nothing)'}")
+    for check in decision.matched:
+        status = "missing " + ", ".join(check.missing) if check.missing else "satisfied"
+        lines.append(f"matched skill {check.label or '<unnamed>'} ({check.skill_id}): "
+                     f"requires {', '.join(check.required) or '(nothing)'} -> {status}")
+    for dropped in decision.dropped:
+        lines.append(f"dropped skill {dropped.label or '<unnamed>'} ({dropped.skill_id}): "
+                     f"predicate {dropped.predicate!r} does not hold ({dropped.reason})")
+    content = decision.content()
+    if content:
+        lines.append(f"error returned to the model: {content}")
+    return "\n".join(lines)
+
+
+async def _explain(args: argparse.Namespace) -> int:
+    state = _load_state(args.state)
+    called = [c.strip() for c in args.called.split(",") if c.strip()]
+    async with open_store() as store:
+        skills = await ProceduralLayer(store).query_skills(scope_of(args), action_tool=args.tool)
+    decision = explain_tool_call(skills, args.tool, state=state, called=called)
+    data = {
+        "tool": decision.tool_name,
+        "verdict": decision.verdict,
+        "called": sorted(decision.called),
+        "matched": [{"label": c.label, "skill_id": c.skill_id, "required": list(c.required),
+                     "missing": list(c.missing)} for c in decision.matched],
+        "dropped": [{"label": d.label, "skill_id": d.skill_id, "predicate": d.predicate, "reason": d.reason}
+                    for d in decision.dropped],
+        "content": decision.content(),
+    }
+    emit(args, data, render_decision(decision))
+    return 0

@@ -1,0 +1,178 @@
+"""``symfonic-graph demo``: a scripted multi-tenant agent on the real graph.
+
+No network and no API key: the chat model is a scripted langchain-core fake,
+everything else is real — Neo4j, the Cypher seeds, the pre-flight block, the
+guarded tool node, and the trigger capability.
+"""
+
+from __future__ import annotations
+
+import operator
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, TypedDict
+
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, StateGraph
+from langgraph.prebuilt import tools_condition
+
+from symfonic_graph._cypher import cypher_root
+from symfonic_graph.langgraph import create_guarded_tool_node
+from symfonic_graph.scope import MemoryScope
+from symfonic_graph.seedfile import split_cypher_script
+from symfonic_graph.skill_source import PreflightSource, StoreSkillGetter
+from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
+
+DEMO_SEED = "demo_tenants.cypher"
+
+
+class DemoState(TypedDict):
+    messages: Annotated[list[AnyMessage], operator.add]
+    memory_scope: MemoryScope
+    channel: str
+
+
+class _ScriptedModel(FakeMessagesListChatModel):
+    """Replays scripted replies; ``bind_tools`` is a no-op (the script knows the tools)."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _ScriptedModel:  # type: ignore[override]
+        return self
+
+
+@tool
+def get_integration_status(channel: str) -> str:
+    """Check that the delivery integration for a channel is connected."""
+    return f"{channel}: connected"
+
+
+@tool
+def deliver(channel: str, report: str) -> str:
+    """Deliver a report to a channel."""
+    return f"delivered {report!r} to {channel}"
+
+
+def _call(name: str, **args: Any) -> dict[str, Any]:
+    return {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:8]}"}
+
+
+def keyword_evaluator(condition: str, cue: str) -> bool:
+    """The demo's evaluator: every word after 'mentions' appears in the cue."""
+    words = condition.lower().split("mentions", 1)[-1].split()
+    return bool(words) and all(w.strip(".,'\"") in cue.lower() for w in words)
+
+
+@dataclass
+class Transcript:
+    lines: list[str]
+    out: Callable[[str], None]
+
+    def say(self, text: str = "") -> None:
+        self.lines.append(text)
+        self.out(text)
+
+
+async def seed_demo(store: GraphMemoryStore) -> int:
+    """Run the demo's plain-Cypher seed script; return the statement count."""
+    script = (cypher_root() / "seeds" / DEMO_SEED).read_text(encoding="utf-8")
+    statements = split_cypher_script(script)
+    for statement in statements:
+        await store.driver.execute_query(statement.text, database_=store.database)
+    return len(statements)
+
+
+def _build_graph(store: GraphMemoryStore, model: _ScriptedModel, preflight: PreflightSource) -> Any:
+    tools = [get_integration_status, deliver]
+
+    async def agent(state: DemoState) -> dict[str, Any]:
+        block = await preflight.contribution(state["memory_scope"], {"channel": state["channel"]})
+        prefix = [SystemMessage(block.content)] if block else []
+        return {"messages": [await model.ainvoke([*prefix, *state["messages"]])]}
+
+    builder = StateGraph(DemoState)
+    builder.add_node("agent", agent)
+    builder.add_node("tools", create_guarded_tool_node(tools, StoreSkillGetter(store)))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
+    builder.add_edge("tools", "agent")
+    return builder.compile()
+
+
+class _Prompt:
+    def __init__(self, prompt: str) -> None:
+        self.prompt = prompt
+
+
+async def run_demo(store: GraphMemoryStore, out: Callable[[str], None] = print) -> list[str]:
+    """Seed two tenants and run the scripted turns; return the transcript lines.
+
+    Raises:
+        AssertionError: if tenant isolation or the gate misbehaves (the demo is
+            also a check).
+    """
+    t = Transcript([], out)
+    await store.apply_schema()
+    count = await seed_demo(store)
+    t.say(f"seeded tenants acme and globex from cypher/seeds/{DEMO_SEED} ({count} statements)")
+    acme, globex = MemoryScope("acme", "user-7"), MemoryScope("globex")
+    preflight = PreflightSource(store)
+
+    t.say("\n== acme / user-7: pre-flight block in the cached system prompt ==")
+    block = await preflight.contribution(acme, {"channel": "slack"})
+    assert block is not None, "acme's skills should yield a pre-flight block"
+    t.say(block.content)
+
+    t.say("\n== acme turn 1: 'Send the weekly report to Slack' ==")
+    first, second, third = _call("deliver", channel="slack", report="weekly"), _call(
+        "get_integration_status", channel="slack"), _call("deliver", channel="slack", report="weekly")
+    model = _ScriptedModel(responses=[
+        AIMessage("", tool_calls=[first]),
+        AIMessage("", tool_calls=[second]),
+        AIMessage("", tool_calls=[third]),
+        AIMessage("The weekly report is on Slack."),
+    ])
+    graph = _build_graph(store, model, preflight)
+    result = await graph.ainvoke({"messages": [HumanMessage("Send the weekly report to Slack")],
+                                  "memory_scope": acme, "channel": "slack"})
+    blocked = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
+    for message in result["messages"][1:]:
+        t.say(_render(message))
+    assert blocked and blocked[0].content.startswith("Missing precondition: call get_integration_status before deliver"), \
+        "the first deliver call must be blocked"
+    assert any(isinstance(m, ToolMessage) and m.name == "deliver" and m.status != "error" for m in result["messages"])
+
+    t.say("\n== acme turns 2 and 3: stored reminders matched against the user's words ==")
+    capability = ProspectiveTriggerCapability(GraphPendingTriggers(store), keyword_evaluator, acme)
+    for turn, prompt in ((2, "Thanks! Anything about my invoice?"), (3, "Sorry, the invoice again?")):
+        contributions = await capability.contribute(_Prompt(prompt))
+        t.say(f"turn {turn} user: {prompt}")
+        for c in contributions:
+            t.say(f"  offered to the prompt ({c.position}): {c.content}")
+        assert contributions, "the invoice reminder should be selected on every matching turn"
+    pending = await GraphPendingTriggers(store).pending(acme)
+    t.say(f"  still pending after two selections (selection is not acknowledgement): {len(pending)} trigger(s)")
+
+    t.say("\n== globex: the same questions, another tenant ==")
+    globex_block = await preflight.contribution(globex, {"channel": "slack"})
+    t.say(globex_block.content if globex_block else "(no pre-flight rules)")
+    assert globex_block is None or "deliver" not in globex_block.content, "globex must not see acme's rules"
+    globex_cap = ProspectiveTriggerCapability(GraphPendingTriggers(store), keyword_evaluator, globex)
+    leaked = await globex_cap.contribute(_Prompt("Anything about my invoice?"))
+    assert all("invoice 4711" not in c.content for c in leaked), "globex must not see acme's reminders"
+    t.say(f"globex reminders selected for 'invoice': {[c.content for c in leaked] or 'none'}")
+    t.say("\ndemo finished: acme was blocked, recovered and reminded; globex saw none of acme's memory")
+    return t.lines
+
+
+def _render(message: AnyMessage) -> str:
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = ", ".join(f"{c['name']}({', '.join(f'{k}={v!r}' for k, v in c['args'].items())})"
+                          for c in message.tool_calls)
+        return f"model asks: {calls}"
+    if isinstance(message, ToolMessage):
+        tag = "BLOCKED" if message.status == "error" else "tool"
+        return f"  {tag} {message.name}: {message.content}"
+    return f"model: {message.content}"
