@@ -1,35 +1,96 @@
-"""symfonic-graph: procedural and prospective memory for multi-tenant agents, in Neo4j."""
+"""symfonic-graph: procedural and prospective memory for multi-tenant agents, in Neo4j.
 
+Example:
+    >>> from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer
+"""
+
+from symfonic_graph.composition import ComposedPrompt, compose_prompt
 from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.errors import (
     MemoryContractError,
     NotFoundError,
+    QueryFileError,
+    SchemaError,
     ScopeError,
     StoreUnavailableError,
     SymfonicGraphError,
     ValidationError,
 )
+from symfonic_graph.gate import (
+    DroppedSkill,
+    GateDecision,
+    SkillCheck,
+    create_precondition_gate_node,
+    explain_tool_call,
+    precondition_condition,
+)
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer, SemanticLayer, SkillSpec
 from symfonic_graph.models import Fact, Skill, Trigger
+from symfonic_graph.preconditions import filter_skills_by_state_predicates
+from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.recall import (
+    MemoryLayer,
+    RecallHit,
+    RetrievalPolicy,
+    recall,
+    recall_policy_for,
+    without_prospective_recall,
+)
 from symfonic_graph.scope import MemoryScope
+from symfonic_graph.skill_source import PreflightSource, StoreSkillGetter, scope_from_state
 from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.triggers import (
+    GraphPendingTriggers,
+    Neo4jSelectionAuditSink,
+    PendingTrigger,
+    ProspectiveTriggerCapability,
+    TriggerSelectionSink,
+    prospective_trigger_capabilities,
+)
 
 __all__ = [
+    "ComposedPrompt",
+    "DroppedSkill",
     "Fact",
+    "GateDecision",
     "GrantEffects",
     "GraphMemoryStore",
+    "GraphPendingTriggers",
     "MemoryContractError",
+    "MemoryLayer",
     "MemoryScope",
+    "Neo4jSelectionAuditSink",
     "NotFoundError",
+    "PendingTrigger",
     "PluginContribution",
+    "PreflightSource",
     "ProceduralLayer",
     "ProspectiveLayer",
+    "ProspectiveTriggerCapability",
+    "QueryFileError",
+    "RecallHit",
+    "RetrievalPolicy",
+    "SchemaError",
     "ScopeError",
     "SemanticLayer",
     "Skill",
+    "SkillCheck",
     "SkillSpec",
+    "StoreSkillGetter",
     "StoreUnavailableError",
     "SymfonicGraphError",
     "Trigger",
+    "TriggerSelectionSink",
     "ValidationError",
+    "build_preflight_contribution",
+    "compose_prompt",
+    "create_precondition_gate_node",
+    "explain_tool_call",
+    "filter_skills_by_state_predicates",
+    "precondition_condition",
+    "prospective_trigger_capabilities",
+    "recall",
+    "recall_policy_for",
+    "scope_from_state",
+    "without_prospective_recall",
 ]

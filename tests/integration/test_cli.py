@@ -1,0 +1,128 @@
+"""The CLI end to end: a subprocess against the real Neo4j, output and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import Neo4jSettings
+
+
+def _cli(settings: Neo4jSettings, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NEO4J_URI": settings.uri, "NEO4J_USER": settings.user,
+           "NEO4J_PASSWORD": settings.password}
+    if settings.database:
+        env["NEO4J_DATABASE"] = settings.database
+    return subprocess.run([sys.executable, "-m", "symfonic_graph.cli", *args], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=180, check=False)
+
+
+@pytest.fixture
+def cli_settings(neo4j_settings: Neo4jSettings, _schema: None) -> Neo4jSettings:
+    return neo4j_settings
+
+
+def test_demo_runs_and_exits_zero(cli_settings: Neo4jSettings) -> None:
+    proc = _cli(cli_settings, "demo")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "## ENFORCED PRE-FLIGHT RULES" in out
+    assert "BLOCKED deliver: Missing precondition: call get_integration_status before deliver" in out
+    assert "tool deliver: delivered 'weekly' to slack" in out
+    assert out.count("Tell the user that invoice 4711 is overdue.") == 2
+    assert "globex reminders selected for 'invoice': none" in out
+
+
+def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSettings, tmp_path: Path) -> None:
+    tenant = f"doc-{uuid.uuid4().hex}"
+    script = tmp_path / "bad.cypher"
+    script.write_text(
+        f"CREATE (s:Skill {{id: '{tenant}-s', tenant_id: '{tenant}', label: 'Bad', steps: 'not a list',"
+        " status: 'approved'});\n"
+        f"CREATE (s:Skill {{id: '{tenant}-k', tenant_id: '{tenant}', label: 'Kinds', steps: ['x'], status: 'approved'}})"
+        f"-[:REQUIRES {{position: 0}}]->(:Precondition {{tenant_id: '{tenant}', kind: 'state', path: 'a', op: 'gt', value: 1}});\n"
+        f"MATCH (s:Skill {{id: '{tenant}-k'}}) CREATE (s)-[:REQUIRES {{position: 1}}]->(:Precondition {{kind: 'tool', tool: 't'}});\n"
+    )
+    ran = _cli(cli_settings, "cypher", "run", str(script))
+    assert ran.returncode == 0, ran.stderr
+    assert "ran 3 statement(s)" in ran.stdout
+    proc = _cli(cli_settings, "doctor", "--tenant", tenant, "--json")
+    assert proc.returncode == 0, proc.stderr
+    problems = {(f["check"], f["problem"].split(" (")[0]) for f in json.loads(proc.stdout)}
+    assert ("bad_skills", "steps is not a list of strings") in problems
+    assert ("bad_preconditions", "unknown op gt") in problems
+    assert any(check == "foreign_preconditions" for check, _ in problems)
+    strict = _cli(cli_settings, "doctor", "--tenant", tenant, "--strict")
+    assert strict.returncode == 1
+    assert "[bad_skills] Skill" in strict.stdout
+
+
+def test_doctor_strict_passes_on_clean_tenant(cli_settings: Neo4jSettings) -> None:
+    proc = _cli(cli_settings, "doctor", "--tenant", f"clean-{uuid.uuid4().hex}", "--strict")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "no problems found" in proc.stdout
+
+
+def test_seed_then_explain_blocks_and_allows(cli_settings: Neo4jSettings, tmp_path: Path) -> None:
+    tenant = f"exp-{uuid.uuid4().hex}"
+    seed = tmp_path / "seed.yaml"
+    seed.write_text(
+        "skills:\n"
+        "  - label: Deliver\n    steps: [deliver]\n    source_tag: authored:cli\n    action_tool: deliver\n"
+        "    precondition:\n      - get_integration_status\n      - state: {path: channel, op: eq, value: slack}\n"
+        "triggers:\n  - condition: invoice\n    task: Say it is overdue.\n"
+    )
+    seeded = _cli(cli_settings, "seed", str(seed), "--tenant", tenant)
+    assert seeded.returncode == 0, seeded.stderr
+    state = tmp_path / "state.json"
+    state.write_text('{"channel": "slack"}')
+    blocked = _cli(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state))
+    assert blocked.returncode == 0, blocked.stderr
+    assert "verdict: blocked" in blocked.stdout
+    assert "Missing precondition: call get_integration_status before deliver (skill: Deliver)." in blocked.stdout
+    allowed = _cli(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state),
+                   "--called", "get_integration_status", "--json")
+    assert json.loads(allowed.stdout)["verdict"] == "allowed"
+    state.write_text('{"channel": "email"}')
+    dropped = _cli(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state), "--json")
+    data = json.loads(dropped.stdout)
+    assert data["verdict"] == "allowed" and data["dropped"][0]["label"] == "Deliver"
+    listed = _cli(cli_settings, "triggers", "list", "--tenant", tenant, "--json")
+    assert [t["task"] for t in json.loads(listed.stdout)] == ["Say it is overdue."]
+    other = _cli(cli_settings, "skills", "list", "--tenant", tenant + "x", "--json")
+    assert json.loads(other.stdout) == []
+
+
+def test_seed_file_errors_name_file_entry_and_field(cli_settings: Neo4jSettings, tmp_path: Path) -> None:
+    tenant = f"bad-{uuid.uuid4().hex}"
+    seed = tmp_path / "seed.json"
+    seed.write_text(json.dumps({"skills": [
+        {"label": "ok", "steps": ["a"], "source_tag": "authored:x"},
+        {"label": "bad", "steps": ["a", 3], "source_tag": "authored:x"},
+    ]}))
+    proc = _cli(cli_settings, "seed", str(seed), "--tenant", tenant)
+    assert proc.returncode == 2
+    assert f"{seed}: skills[1].steps[1]: must be a string" in proc.stderr
+    listed = _cli(cli_settings, "skills", "list", "--tenant", tenant, "--json")
+    assert json.loads(listed.stdout) == [], "a bad file writes nothing"
+
+
+def test_cypher_run_reports_failing_statement(cli_settings: Neo4jSettings, tmp_path: Path) -> None:
+    script = tmp_path / "broken.cypher"
+    script.write_text("// a comment\nRETURN 1;\n\nRETURN nonsense(;\nRETURN 3;\n")
+    proc = _cli(cli_settings, "cypher", "run", str(script))
+    assert proc.returncode == 1
+    assert f"{script}:4: statement 2 of 3 failed" in proc.stderr
+
+
+def test_unreachable_neo4j_exits_3(tmp_path: Path) -> None:
+    env_settings = Neo4jSettings("bolt://127.0.0.1:1", "neo4j", "x", None)
+    proc = _cli(env_settings, "skills", "list", "--tenant", "t")
+    assert proc.returncode == 3
+    assert "error:" in proc.stderr and "Neo4j" in proc.stderr
