@@ -17,7 +17,6 @@ from symfonic_graph.errors import (
     ValidationError,
 )
 from symfonic_graph.gate import (
-    DroppedSkill,
     GateDecision,
     SkillCheck,
     create_precondition_gate_node,
@@ -26,7 +25,7 @@ from symfonic_graph.gate import (
 )
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer, SemanticLayer, SkillSpec
 from symfonic_graph.models import Fact, Skill, Trigger
-from symfonic_graph.preconditions import filter_skills_by_state_predicates
+from symfonic_graph.preconditions import DroppedSkill, filter_skills_by_state_predicates
 from symfonic_graph.preflight import build_preflight_contribution
 from symfonic_graph.recall import (
     MemoryLayer,

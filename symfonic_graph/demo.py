@@ -39,7 +39,7 @@ class DemoState(TypedDict):
 class _ScriptedModel(FakeMessagesListChatModel):
     """Replays scripted replies; ``bind_tools`` is a no-op (the script knows the tools)."""
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _ScriptedModel:  # type: ignore[override]
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> _ScriptedModel:
         return self
 
 
@@ -140,8 +140,8 @@ async def run_demo(store: GraphMemoryStore, out: Callable[[str], None] = print) 
     blocked = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     for message in result["messages"][1:]:
         t.say(_render(message))
-    assert blocked and blocked[0].content.startswith("Missing precondition: call get_integration_status before deliver"), \
-        "the first deliver call must be blocked"
+    expected = "Missing precondition: call get_integration_status before deliver"
+    assert blocked and str(blocked[0].content).startswith(expected), "the first deliver call must be blocked"
     assert any(isinstance(m, ToolMessage) and m.name == "deliver" and m.status != "error" for m in result["messages"])
 
     t.say("\n== acme turns 2 and 3: stored reminders matched against the user's words ==")

@@ -33,7 +33,7 @@ class Progress:
 
     def __init__(self, total: int, label: str, *, threshold: int = 200) -> None:
         self.total, self.label, self.done = total, label, 0
-        self.visible = total >= threshold and sys.stderr.isatty() or total >= threshold * 10
+        self.visible = (total >= threshold and sys.stderr.isatty()) or total >= threshold * 10
 
     def advance(self, n: int) -> None:
         self.done += n

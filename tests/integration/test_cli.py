@@ -42,12 +42,14 @@ def test_demo_runs_and_exits_zero(cli_settings: Neo4jSettings) -> None:
 def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSettings, tmp_path: Path) -> None:
     tenant = f"doc-{uuid.uuid4().hex}"
     script = tmp_path / "bad.cypher"
+    t = tenant
     script.write_text(
-        f"CREATE (s:Skill {{id: '{tenant}-s', tenant_id: '{tenant}', label: 'Bad', steps: 'not a list',"
-        " status: 'approved'});\n"
-        f"CREATE (s:Skill {{id: '{tenant}-k', tenant_id: '{tenant}', label: 'Kinds', steps: ['x'], status: 'approved'}})"
-        f"-[:REQUIRES {{position: 0}}]->(:Precondition {{tenant_id: '{tenant}', kind: 'state', path: 'a', op: 'gt', value: 1}});\n"
-        f"MATCH (s:Skill {{id: '{tenant}-k'}}) CREATE (s)-[:REQUIRES {{position: 1}}]->(:Precondition {{kind: 'tool', tool: 't'}});\n"
+        f"CREATE (s:Skill {{id: '{t}-s', tenant_id: '{t}', label: 'Bad', steps: 'not a list', status: 'approved'}});\n"
+        f"CREATE (s:Skill {{id: '{t}-k', tenant_id: '{t}', label: 'Kinds', steps: ['x'], status: 'approved'}})"
+        f"-[:REQUIRES {{position: 0}}]->"
+        f"(:Precondition {{tenant_id: '{t}', kind: 'state', path: 'a', op: 'gt', value: 1}});\n"
+        f"MATCH (s:Skill {{id: '{t}-k'}}) "
+        "CREATE (s)-[:REQUIRES {position: 1}]->(:Precondition {kind: 'tool', tool: 't'});\n"
     )
     ran = _cli(cli_settings, "cypher", "run", str(script))
     assert ran.returncode == 0, ran.stderr

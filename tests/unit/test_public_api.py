@@ -4,11 +4,28 @@ from __future__ import annotations
 
 import symfonic_graph
 
-SPEC_NAMES = """MemoryScope GraphMemoryStore ProceduralLayer ProspectiveLayer MemoryLayer RetrievalPolicy
-MemoryContractError PluginContribution GrantEffects create_precondition_gate_node precondition_condition
-filter_skills_by_state_predicates build_preflight_contribution PendingTrigger GraphPendingTriggers
-ProspectiveTriggerCapability TriggerSelectionSink prospective_trigger_capabilities recall_policy_for
-without_prospective_recall""".split()
+SPEC_NAMES = [
+    "MemoryScope",
+    "GraphMemoryStore",
+    "ProceduralLayer",
+    "ProspectiveLayer",
+    "MemoryLayer",
+    "RetrievalPolicy",
+    "MemoryContractError",
+    "PluginContribution",
+    "GrantEffects",
+    "create_precondition_gate_node",
+    "precondition_condition",
+    "filter_skills_by_state_predicates",
+    "build_preflight_contribution",
+    "PendingTrigger",
+    "GraphPendingTriggers",
+    "ProspectiveTriggerCapability",
+    "TriggerSelectionSink",
+    "prospective_trigger_capabilities",
+    "recall_policy_for",
+    "without_prospective_recall",
+]
 
 
 def test_spec_names_are_exported() -> None:

@@ -267,7 +267,7 @@ def test_construction_is_validated(kwargs: dict[str, Any], message: str) -> None
 
 
 def test_graph_source_needs_a_store() -> None:
-    with pytest.raises(ValueError, match="^pending triggers need a graph backend$"):
+    with pytest.raises(ValueError, match=r"^pending triggers need a graph backend$"):
         GraphPendingTriggers(cast(GraphMemoryStore, None))
 
 
