@@ -32,6 +32,14 @@ T = TypeVar("T")
 Row = dict[str, Any]
 Statement = tuple[str, dict[str, Any]]
 
+# A published write keeps its :SymfonicUnpublished label (readers see it through
+# the catalog's list of published writes) until it is this old; every read must
+# finish faster, so removing the label later changes nothing a reader sees.
+PUBLISH_SETTLE_SECONDS = 300.0
+# Identifiers and write ids go into the uniquely indexed `symfonic_key`, whose
+# index entries Neo4j caps at about 8 kB: bound them so the key always fits.
+MAX_KEY_PART = 256
+
 _MIGRATION_FILE = re.compile(r"^(\d+)_([a-z0-9_]+)\.cypher$")
 # Errors a concurrent `CREATE ... IF NOT EXISTS` may raise while another
 # process creates the same rule; the rule exists afterwards either way.
@@ -57,6 +65,8 @@ def check_write_id(write_id: object) -> str | None:
         return None
     if not isinstance(write_id, str) or not write_id:
         raise ValidationError("write_id", "must be a non-empty string or None")
+    if len(write_id) > MAX_KEY_PART:
+        raise ValidationError("write_id", f"must be at most {MAX_KEY_PART} characters")
     return write_id
 
 
@@ -77,8 +87,8 @@ class GraphMemoryStore:
     """
 
     def __init__(self, driver: AsyncDriver, *, database: str | None = None, query_timeout: float = 10.0) -> None:
-        if query_timeout <= 0:
-            raise ValueError("query_timeout must be positive seconds")
+        if not 0 < query_timeout < PUBLISH_SETTLE_SECONDS:
+            raise ValueError(f"query_timeout must be positive seconds, under {PUBLISH_SETTLE_SECONDS}")
         self.driver = driver
         self.database = database
         self.query_timeout = query_timeout
@@ -137,8 +147,14 @@ class GraphMemoryStore:
 
         return await self._bounded(work, f"query {name}")
 
-    async def write(self, statements: Sequence[Statement]) -> list[list[Row]]:
-        """Run named write queries in one transaction (all or nothing)."""
+    async def write(
+        self, statements: Sequence[Statement], *, _check_first: Callable[[list[Row]], None] | None = None
+    ) -> list[list[Row]]:
+        """Run named write queries in one transaction (all or nothing).
+
+        ``_check_first`` sees the first statement's rows and may raise to roll
+        the whole transaction back.
+        """
         prepared: list[tuple[Query, dict[str, Any]]] = []
         for name, params in statements:
             q = query(name)
@@ -150,6 +166,8 @@ class GraphMemoryStore:
             for q, params in prepared:
                 result = await t.run(q.text, params)
                 out.append([record.data() async for record in result])
+                if _check_first is not None and len(out) == 1:
+                    _check_first(out[0])
             return out
 
         async def work() -> list[list[Row]]:
@@ -245,8 +263,15 @@ class GraphMemoryStore:
         return int(rows[0][0]["pruned"]) if rows[0] else 0
 
     async def publish(self, scope: MemoryScope, write_id: str) -> int:
-        """Make every node staged under ``write_id`` visible, in one transaction."""
+        """Make every node staged under ``write_id`` visible, in one transaction; return how many.
+
+        Visibility flips by one append to the tenant's catalog node, which
+        readers read once per query, so a concurrent reader sees all of the
+        write or none of it. Writes published more than ``PUBLISH_SETTLE_SECONDS``
+        ago are folded first (their ``:SymfonicUnpublished`` label removed).
+        """
         params = {**scope.params(), "write_id": _required_write_id(write_id)}
+        await self.fold_published(scope)
         results = await self.write(
             [
                 ("write_replace_live", params),
@@ -255,6 +280,36 @@ class GraphMemoryStore:
             ]
         )
         return int(results[1][0]["published"])
+
+    async def fold_published(self, scope: MemoryScope, *, settle_seconds: float | None = None) -> int:
+        """Remove ``:SymfonicUnpublished`` from writes published over ``settle_seconds`` ago.
+
+        Two transactions, in this order: the labels go, then the catalog
+        entries; neither changes what any reader shorter than the settle
+        period sees. Returns how many nodes were folded.
+        """
+        settle = PUBLISH_SETTLE_SECONDS if settle_seconds is None else settle_seconds
+        [rows] = await self.write([("write_fold", {"tenant_id": scope.tenant_id, "settle_seconds": settle})])
+        if not rows or not rows[0]["due"]:
+            return 0
+        await self.write([("write_unlist", {"tenant_id": scope.tenant_id, "entries": rows[0]["due"]})])
+        return int(rows[0]["folded"])
+
+    async def write_staged(
+        self, scope: MemoryScope, write_id: str | None, statements: Sequence[Statement]
+    ) -> list[list[Row]]:
+        """Like ``write``, but refuse a ``write_id`` this scope already published (nothing is written)."""
+        if write_id is None:
+            return await self.write(statements)
+        def refuse_published(rows: list[Row]) -> None:
+            if rows and rows[0]["published"]:
+                raise ValidationError(
+                    "write_id", f"{write_id!r} was already published in this scope; stage under a fresh write_id"
+                )
+
+        guard: Statement = ("write_id_published", {**scope.params(), "write_id": write_id})
+        results = await self.write([guard, *statements], _check_first=refuse_published)
+        return results[1:]
 
     async def discard(self, scope: MemoryScope, write_id: str) -> int:
         """Delete every node staged under ``write_id``; return how many."""
@@ -289,5 +344,5 @@ def _migrations() -> list[tuple[int, str, list[Query]]]:
 def skill_key(scope: MemoryScope, identifier: str | None, fallback_id: str) -> str:
     """The unique key of a skill: (tenant, namespace, identifier), or its id."""
     if identifier is None:
-        return json.dumps(["id", fallback_id])
-    return json.dumps(["skill", scope.tenant_id, scope.namespace, identifier])
+        return json.dumps(["id", fallback_id], ensure_ascii=False)
+    return json.dumps(["skill", scope.tenant_id, scope.namespace, identifier], ensure_ascii=False)

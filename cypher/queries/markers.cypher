@@ -40,37 +40,94 @@ RETURN count(*) AS pruned;
 
 // name: write_replace_live
 // params: tenant_id, namespace, write_id
-// Publish, step 1: a staged skill re-seeding an identifier replaces the live one.
+// Publish, step 1: a staged skill re-seeding an identifier takes over its key;
+// the live skill that held the key is deleted (same transaction as step 2).
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
 MATCH (n:Skill:SymfonicUnpublished)
 WHERE n.tenant_id = $tenant_id
   AND (n.namespace IS NULL OR n.namespace = $namespace)
   AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
-MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
-OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
-WITH old, collect(p) AS pres
-FOREACH (p IN pres | DETACH DELETE p)
+  AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
+OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
+CALL (old) {
+  OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+  DETACH DELETE p
+}
 DETACH DELETE old
+SET n.symfonic_key = n.symfonic_base_key, n.symfonic_base_key = null
 RETURN count(*) AS replaced;
 
 // name: write_publish
 // params: tenant_id, namespace, write_id
-// Publish, step 2 (same transaction): every node of the write becomes visible.
-MATCH (n:SymfonicUnpublished)
-WHERE n.tenant_id = $tenant_id
-  AND (n.namespace IS NULL OR n.namespace = $namespace)
-  AND n.symfonic_write_id = $write_id
-REMOVE n:SymfonicUnpublished
-SET n.symfonic_key = coalesce(n.symfonic_base_key, n.symfonic_key), n.symfonic_base_key = null,
-    n.symfonic_published_at = datetime()
-RETURN count(n) AS published, collect(DISTINCT n.tenant_id) AS tenants;
+// Publish, step 2: the write becomes visible by one append to the tenant's
+// catalog node (`published_writes`, one "<namespace>\u001F<write_id>" entry
+// per namespace of the write). Readers read that list once per query, so a
+// batch appears all at once; the nodes keep :SymfonicUnpublished until
+// write_fold removes it after the settle period.
+MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
+ON CREATE SET c.version = 0
+WITH c, coalesce(c.published_writes, []) AS published
+CALL (published) {
+  OPTIONAL MATCH (n:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND (n.namespace IS NULL OR n.namespace = $namespace)
+    AND n.symfonic_write_id = $write_id
+    AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
+  SET n.symfonic_published_at = datetime()
+  RETURN count(n) AS count, collect(DISTINCT coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) AS entries
+}
+SET c.published_writes = published + entries,
+    c.published_at_ms = coalesce(c.published_at_ms, []) + [e IN entries | datetime().epochMillis]
+RETURN count AS published;
+
+// name: write_fold
+// params: tenant_id, settle_seconds
+// After publish: writes published longer than the settle period ago lose
+// their :SymfonicUnpublished label. Returns the folded entries, which
+// write_unlist then drops from the catalog (a separate, later transaction).
+MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, coalesce(c.published_at_ms, []) AS times,
+     datetime().epochMillis - toInteger($settle_seconds * 1000) AS cutoff
+WITH [i IN range(0, size(published) - 1) WHERE times[i] <= cutoff | published[i]] AS due
+CALL (due) {
+  OPTIONAL MATCH (n:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN due
+  REMOVE n:SymfonicUnpublished
+  RETURN count(n) AS folded
+}
+RETURN due, folded;
+
+// name: write_unlist
+// params: tenant_id, entries
+// Drop folded entries from the tenant's list of published writes.
+MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH c, coalesce(c.published_writes, []) AS published, coalesce(c.published_at_ms, []) AS times
+WITH c, published, times, [i IN range(0, size(published) - 1) WHERE NOT published[i] IN $entries] AS keep
+SET c.published_writes = [i IN keep | published[i]], c.published_at_ms = [i IN keep | times[i]]
+RETURN size(keep) AS remaining;
+
+// name: write_id_published
+// params: tenant_id, namespace, write_id
+// Whether a write_id was already published in this scope (and not yet folded):
+// staging under it again is refused, or the new nodes would show at once.
+// MERGE locks the catalog node, so staging and publishing one write serialize.
+MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
+ON CREATE SET c.version = 0
+RETURN (coalesce($namespace, '') + '\u001F' + $write_id) IN coalesce(c.published_writes, [])
+       OR ('\u001F' + $write_id) IN coalesce(c.published_writes, []) AS published;
 
 // name: write_discard
 // params: tenant_id, namespace, write_id
-// Delete every node of a staged write (and a staged skill's preconditions).
+// Delete every node of a staged, unpublished write (and a staged skill's preconditions).
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
 MATCH (n:SymfonicUnpublished)
 WHERE n.tenant_id = $tenant_id
   AND (n.namespace IS NULL OR n.namespace = $namespace)
   AND n.symfonic_write_id = $write_id
+  AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
 OPTIONAL MATCH (n)-[:REQUIRES]->(p:Precondition)
 WITH n, collect(p) AS pres
 FOREACH (p IN pres | DETACH DELETE p)

@@ -4,13 +4,16 @@
 // is an escaped Lucene query; `labels` lists the node labels the retrieval
 // policy allows. Visibility is enforced here: tenant, namespace, markers,
 // approved and active skills only, pending triggers only.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
 CALL db.index.fulltext.queryNodes('symfonic_memory_text', $search) YIELD node, score
-WITH node, score,
+WITH node, score, published,
      CASE WHEN node:Skill THEN 'Skill' WHEN node:Trigger THEN 'Trigger' WHEN node:Fact THEN 'Fact' END AS kind
 WHERE node.tenant_id = $tenant_id
   AND (node.namespace IS NULL OR node.namespace = $namespace)
   AND NOT node:SymfonicRetracted
-  AND (NOT node:SymfonicUnpublished OR node.symfonic_write_id = $write_id)
+  AND (NOT node:SymfonicUnpublished OR node.symfonic_write_id = $write_id
+       OR (coalesce(node.namespace, '') + '\u001F' + node.symfonic_write_id) IN published)
   AND kind IN $labels
   AND (kind <> 'Skill' OR (node.status = 'approved' AND coalesce(node.active, true) = true))
   AND (kind <> 'Trigger' OR node.status = 'pending')

@@ -18,7 +18,7 @@ SET s.tenant_id = row.tenant_id,
     s.updated_at = datetime(),
     s.symfonic_write_id = row.write_id,
     s.symfonic_base_key = row.base_key
-REMOVE s:SymfonicRetracted
+REMOVE s:SymfonicRetracted, s:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET s:SymfonicUnpublished)
 WITH s, row
 CALL (s) {
@@ -37,17 +37,24 @@ RETURN s.id AS id;
 // params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, action_tool, limit
 // Skills the scope sees, with their preconditions in position order, in a
 // stable order (created_at, id). Visibility, markers and drafts are enforced here.
+// A staged node is visible once its write is listed on the tenant's catalog
+// node (read once, first, so a published batch appears all at once).
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill)
 WHERE s.tenant_id = $tenant_id
   AND (s.namespace IS NULL OR s.namespace = $namespace)
   AND ($include_retracted OR NOT s:SymfonicRetracted)
-  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id)
+  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
+       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
   AND (s.status = 'approved' OR ($include_drafts AND s.status = 'draft'))
   AND coalesce(s.active, true) = true
   AND ($action_tool IS NULL OR s.action_tool = $action_tool
-       OR (s.action_tool IS NULL AND s.steps[0] STARTS WITH $action_tool))
-  AND ($query = '' OR toLower(toString(s.label)) CONTAINS toLower($query)
-       OR toLower(toString(s.context)) CONTAINS toLower($query))
+       OR (s.action_tool IS NULL
+           AND toStringOrNull(CASE WHEN valueType(s.steps) STARTS WITH 'LIST' THEN s.steps[0] END)
+               STARTS WITH $action_tool))
+  AND ($query = '' OR toLower(toStringOrNull(s.label)) CONTAINS toLower($query)
+       OR toLower(toStringOrNull(s.context)) CONTAINS toLower($query))
 WITH s ORDER BY s.created_at, s.id LIMIT $limit
 CALL (s) {
   OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
@@ -61,10 +68,13 @@ RETURN s {.*} AS skill, labels(s) AS labels, preconditions,
 // name: skill_by_id
 // params: tenant_id, namespace, write_id, skill_id
 // One skill by id (drafts and retracted ones included), if the scope sees it.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
   AND (s.namespace IS NULL OR s.namespace = $namespace)
-  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id)
+  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
+       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
 CALL (s) {
   OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
   WHERE p.tenant_id = s.tenant_id
@@ -77,10 +87,14 @@ RETURN s {.*} AS skill, labels(s) AS labels, preconditions,
 // name: skill_set_status
 // params: tenant_id, namespace, skill_id, status
 // Approve or reject a visible, published skill.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
   AND (s.namespace IS NULL OR s.namespace = $namespace)
-  AND NOT s:SymfonicUnpublished AND NOT s:SymfonicRetracted
+  AND NOT s:SymfonicRetracted
+  AND (NOT s:SymfonicUnpublished
+       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
 SET s.status = $status, s.updated_at = datetime()
 RETURN s.id AS id;
 

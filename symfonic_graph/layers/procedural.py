@@ -11,7 +11,7 @@ from symfonic_graph.errors import NotFoundError, ValidationError
 from symfonic_graph.layers import _validate as v
 from symfonic_graph.models import Skill, skill_from_row
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id, skill_key
+from symfonic_graph.store import MAX_KEY_PART, GraphMemoryStore, check_write_id, new_id, skill_key
 
 _NO_LIMIT = 2**62
 
@@ -63,8 +63,8 @@ class ProceduralLayer:
         spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
                     precondition=precondition, context=context, identifier=identifier)
         row = _skill_row(scope, spec, "approved", check_write_id(write_id), field_prefix="")
-        await self._write([row], scope)
-        return await self.get_skill(scope, row["id"], write_id=write_id)
+        [skill_id] = await self._write([row], scope, row["write_id"])
+        return await self.get_skill(scope, skill_id, write_id=write_id)
 
     async def propose_skill(
         self,
@@ -82,8 +82,8 @@ class ProceduralLayer:
         spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
                     precondition=precondition, context=context, identifier=identifier)
         row = _skill_row(scope, spec, "draft", None, field_prefix="", authored=False)
-        await self._write([row], scope)
-        return await self.get_skill(scope, row["id"])
+        [skill_id] = await self._write([row], scope, None)
+        return await self.get_skill(scope, skill_id)
 
     async def seed_skills(
         self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]], *, write_id: str | None = None
@@ -105,9 +105,7 @@ class ProceduralLayer:
         keys = [r["key"] for r in rows]
         if len(set(keys)) != len(keys):
             raise ValidationError("skills", "two entries share an identifier; each identifier once per batch")
-        if rows:
-            await self._write(rows, scope)
-        return [r["id"] for r in rows]
+        return await self._write(rows, scope, wid) if rows else []
 
     def validate_skills(self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]]) -> None:
         """Check entries as ``seed_skills`` would, writing nothing (errors name ``skills[i].field``)."""
@@ -117,10 +115,12 @@ class ProceduralLayer:
                 raise ValidationError(f"skills[{i}]", "must be a SkillSpec or a mapping")
             _skill_row(scope, spec, "approved", None, field_prefix=f"skills[{i}].")
 
-    async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope) -> None:
-        await self.store.write(
-            [("skills_write", {"rows": rows}), ("catalog_bump", {"tenant_id": scope.tenant_id})]
+    async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None) -> list[str]:
+        """Write the rows; return the skill ids in row order (a re-seeded identifier keeps its id)."""
+        results = await self.store.write_staged(
+            scope, write_id, [("skills_write", {"rows": rows}), ("catalog_bump", {"tenant_id": scope.tenant_id})]
         )
+        return [str(r["id"]) for r in results[0]]
 
     async def query_skills(
         self,
@@ -202,6 +202,8 @@ def _skill_row(
     if authored and not source.startswith("authored:"):
         raise ValidationError(f"{p}source_tag", 'must start with "authored:", e.g. "authored:billing"')
     identifier = v.optional_text(f"{p}identifier", spec.get("identifier"))
+    if identifier is not None and len(identifier) > MAX_KEY_PART:
+        raise ValidationError(f"{p}identifier", f"must be at most {MAX_KEY_PART} characters")
     skill_id = new_id()
     key = skill_key(scope, identifier, skill_id)
     base_key = None

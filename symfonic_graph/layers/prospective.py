@@ -35,7 +35,7 @@ class ProspectiveLayer:
             "task": v.text("task", task),
             "write_id": check_write_id(write_id),
         }
-        await self.store.write([("triggers_write", {"rows": [row]})])
+        await self.store.write_staged(scope, row["write_id"], [("triggers_write", {"rows": [row]})])
         return str(row["id"])
 
     async def get_pending(self, scope: MemoryScope, *, write_id: str | None = None) -> list[Trigger]:

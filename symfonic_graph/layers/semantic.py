@@ -27,7 +27,7 @@ class SemanticLayer:
             "text": v.text("text", text),
             "write_id": check_write_id(write_id),
         }
-        await self.store.write([("facts_write", {"rows": [row]})])
+        await self.store.write_staged(scope, row["write_id"], [("facts_write", {"rows": [row]})])
         return str(row["id"])
 
     async def list_facts(self, scope: MemoryScope, *, write_id: str | None = None) -> list[Fact]:

@@ -16,6 +16,7 @@ from symfonic_graph import (
     ProspectiveLayer,
     SemanticLayer,
     Skill,
+    ValidationError,
 )
 
 pytestmark = pytest.mark.anyio
@@ -87,7 +88,7 @@ async def test_prune_deletes_only_old_retracted_nodes_of_the_scope(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, scope: MemoryScope
 ) -> None:
     other = MemoryScope(scope.tenant_id + "2")
-    old, fresh, live = (await _skill(store, scope, n) for n in ("old", "fresh", "live"))
+    old, fresh, _live = [await _skill(store, scope, n) for n in ("old", "fresh", "live")]
     foreign = await _skill(store, other, "foreign")
     for s, sc in ((old, scope), (fresh, scope), (foreign, other)):
         await store.retract(sc, s.id)
@@ -190,3 +191,32 @@ async def test_drafts_are_hidden_until_approved(store: GraphMemoryStore, scope: 
     assert await _labels(store, scope, include_drafts=True) == []  # rejected is neither
     with pytest.raises(NotFoundError):
         await layer.approve(MemoryScope(scope.tenant_id + "2"), draft.id)
+
+
+async def test_a_published_write_id_cannot_be_staged_again(store: GraphMemoryStore, scope: MemoryScope) -> None:
+    wid = f"w-{uuid.uuid4().hex}"
+    await _skill(store, scope, "first", write_id=wid)
+    assert await store.publish(scope, wid) == 1
+    assert await store.publish(scope, wid) == 0  # publishing twice is a no-op
+    with pytest.raises(ValidationError, match="write_id"):
+        await ProspectiveLayer(store).set_trigger(scope, condition="c", task="t", write_id=wid)
+    assert await ProspectiveLayer(store).get_pending(scope) == []
+
+
+async def test_fold_removes_the_label_without_changing_what_readers_see(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, scope: MemoryScope
+) -> None:
+    wid = f"w-{uuid.uuid4().hex}"
+    await _skill(store, scope, "staged", write_id=wid)
+    await store.publish(scope, wid)
+    [before] = await ProceduralLayer(store).query_skills(scope)
+    assert before.staged  # still labelled: visible through the catalog's published list
+    assert await store.fold_published(scope, settle_seconds=0) == 1
+    [after] = await ProceduralLayer(store).query_skills(scope)
+    assert not after.staged and after.id == before.id
+    records, _, _ = await driver.execute_query(
+        "MATCH (c:SymfonicCatalog {tenant_id: $t}) RETURN c.published_writes AS w", {"t": scope.tenant_id}
+    )
+    assert records[0]["w"] == []
+    await _skill(store, scope, "reused", write_id=wid)  # folded: the id may be staged again, hidden as usual
+    assert await _labels(store, scope) == ["staged"]

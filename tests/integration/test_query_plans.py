@@ -1,0 +1,54 @@
+"""Every per-turn query starts from an index seek on the tenant (no timing, only EXPLAIN plans)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from symfonic_graph import GraphMemoryStore
+from symfonic_graph._cypher import query
+
+pytestmark = pytest.mark.anyio
+
+_SKILLS = {
+    "tenant_id": "t-plan", "namespace": None, "write_id": None, "include_drafts": False,
+    "include_retracted": False, "query": "", "limit": 2**62,
+}
+PER_TURN = [
+    pytest.param("skills_visible", {**_SKILLS, "action_tool": None}, id="skills_visible"),
+    pytest.param("skills_visible", {**_SKILLS, "namespace": "u-1", "action_tool": "deploy"},
+                 id="skills_visible-action_tool"),
+    pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": None, "write_id": None},
+                 id="triggers_pending"),
+    pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": "w-1"},
+                 id="triggers_pending-namespaced"),
+    pytest.param("catalog_version", {"tenant_id": "t-plan"}, id="catalog_version"),
+]
+SEEKS = {"NodeIndexSeek", "NodeUniqueIndexSeek"}
+
+
+def _operators(plan: dict[str, Any]) -> list[tuple[str, str, bool]]:
+    """(operator type, details, is_leaf) for every operator of the plan tree."""
+    children = plan.get("children") or []
+    here = (plan["operatorType"].split("@")[0], str(plan.get("args", {}).get("Details", "")), not children)
+    return [here] + [op for child in children for op in _operators(child)]
+
+
+@pytest.mark.parametrize(("name", "params"), PER_TURN)
+async def test_per_turn_query_starts_from_a_tenant_index_seek(
+    store: GraphMemoryStore, name: str, params: dict[str, Any]
+) -> None:
+    q = query(name)
+    assert set(params) == set(q.params)
+    async with store.driver.session(database=store.database, notifications_min_severity="OFF") as session:
+        result = await session.run("EXPLAIN " + q.text, params)
+        summary = await result.consume()
+    assert summary.plan is not None
+    operators = _operators(summary.plan)
+    scans = [op for op, _, _ in operators if "Scan" in op]
+    assert not scans, f"{name} scans instead of seeking: {scans}"
+    leaves = [(op, details) for op, details, leaf in operators if leaf and op != "Argument"]
+    assert leaves, f"{name} has no leaf that finds nodes"
+    for op, details in leaves:
+        assert op in SEEKS and "(tenant_id)" in details, f"{name} starts from {op} {details!r}, not a tenant seek"
