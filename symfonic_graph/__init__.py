@@ -36,7 +36,7 @@ from symfonic_graph.recall import (
     without_prospective_recall,
 )
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.skill_source import PreflightSource, StoreSkillGetter, scope_from_state
+from symfonic_graph.skill_source import StoreSkillGetter, scope_from_state
 from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
@@ -46,6 +46,7 @@ from symfonic_graph.triggers import (
     TriggerSelectionSink,
     prospective_trigger_capabilities,
 )
+from symfonic_graph.turn import TurnMemory, TurnSnapshot
 
 __all__ = [
     "ComposedPrompt",
@@ -62,7 +63,6 @@ __all__ = [
     "NotFoundError",
     "PendingTrigger",
     "PluginContribution",
-    "PreflightSource",
     "ProceduralLayer",
     "ProspectiveLayer",
     "ProspectiveTriggerCapability",
@@ -80,6 +80,8 @@ __all__ = [
     "SymfonicGraphError",
     "Trigger",
     "TriggerSelectionSink",
+    "TurnMemory",
+    "TurnSnapshot",
     "ValidationError",
     "build_preflight_contribution",
     "compose_prompt",

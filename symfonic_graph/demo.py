@@ -23,9 +23,9 @@ from symfonic_graph._cypher import cypher_root
 from symfonic_graph.langgraph import create_guarded_tool_node
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import split_cypher_script
-from symfonic_graph.skill_source import PreflightSource, StoreSkillGetter
 from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
+from symfonic_graph.turn import TurnMemory
 
 DEMO_SEED = "demo_tenants.cypher"
 
@@ -84,17 +84,18 @@ async def seed_demo(store: GraphMemoryStore) -> int:
     return len(statements)
 
 
-def _build_graph(store: GraphMemoryStore, model: _ScriptedModel, preflight: PreflightSource) -> Any:
+def _build_graph(memory: TurnMemory, model: _ScriptedModel) -> Any:
     tools = [get_integration_status, deliver]
 
     async def agent(state: DemoState) -> dict[str, Any]:
-        block = await preflight.contribution(state["memory_scope"], {"channel": state["channel"]})
+        snapshot = await memory.begin(state["memory_scope"])  # the turn's one read
+        block = snapshot.preflight({"channel": state["channel"]})
         prefix = [SystemMessage(block.content)] if block else []
         return {"messages": [await model.ainvoke([*prefix, *state["messages"]])]}
 
     builder = StateGraph(DemoState)
     builder.add_node("agent", agent)
-    builder.add_node("tools", create_guarded_tool_node(tools, StoreSkillGetter(store)))
+    builder.add_node("tools", create_guarded_tool_node(tools, memory.get_active_skills))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")
@@ -118,10 +119,10 @@ async def run_demo(store: GraphMemoryStore, out: Callable[[str], None] = print) 
     count = await seed_demo(store)
     t.say(f"seeded tenants acme and globex from cypher/seeds/{DEMO_SEED} ({count} statements)")
     acme, globex = MemoryScope("acme", "user-7"), MemoryScope("globex")
-    preflight = PreflightSource(store)
+    memory = TurnMemory(store)
 
     t.say("\n== acme / user-7: pre-flight block in the cached system prompt ==")
-    block = await preflight.contribution(acme, {"channel": "slack"})
+    block = (await memory.begin(acme)).preflight({"channel": "slack"})
     assert block is not None, "acme's skills should yield a pre-flight block"
     t.say(block.content)
 
@@ -134,7 +135,7 @@ async def run_demo(store: GraphMemoryStore, out: Callable[[str], None] = print) 
         AIMessage("", tool_calls=[third]),
         AIMessage("The weekly report is on Slack."),
     ])
-    graph = _build_graph(store, model, preflight)
+    graph = _build_graph(memory, model)
     result = await graph.ainvoke({"messages": [HumanMessage("Send the weekly report to Slack")],
                                   "memory_scope": acme, "channel": "slack"})
     blocked = [m for m in result["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
@@ -145,8 +146,9 @@ async def run_demo(store: GraphMemoryStore, out: Callable[[str], None] = print) 
     assert any(isinstance(m, ToolMessage) and m.name == "deliver" and m.status != "error" for m in result["messages"])
 
     t.say("\n== acme turns 2 and 3: stored reminders matched against the user's words ==")
-    capability = ProspectiveTriggerCapability(GraphPendingTriggers(store), keyword_evaluator, acme)
     for turn, prompt in ((2, "Thanks! Anything about my invoice?"), (3, "Sorry, the invoice again?")):
+        snapshot = await memory.begin(acme)  # the turn's one read: catalog version, skills if stale, triggers
+        capability = ProspectiveTriggerCapability(snapshot, keyword_evaluator, acme)
         contributions = await capability.contribute(_Prompt(prompt))
         t.say(f"turn {turn} user: {prompt}")
         for c in contributions:
@@ -156,7 +158,7 @@ async def run_demo(store: GraphMemoryStore, out: Callable[[str], None] = print) 
     t.say(f"  still pending after two selections (selection is not acknowledgement): {len(pending)} trigger(s)")
 
     t.say("\n== globex: the same questions, another tenant ==")
-    globex_block = await preflight.contribution(globex, {"channel": "slack"})
+    globex_block = (await memory.begin(globex)).preflight({"channel": "slack"})
     t.say(globex_block.content if globex_block else "(no pre-flight rules)")
     assert globex_block is None or "deliver" not in globex_block.content, "globex must not see acme's rules"
     globex_cap = ProspectiveTriggerCapability(GraphPendingTriggers(store), keyword_evaluator, globex)

@@ -1,26 +1,20 @@
-"""Store-backed skill lookups for a turn: the gate's getter and the pre-flight block.
+"""The gate's store-backed skill lookup, and where it finds the scope.
 
-``StoreSkillGetter`` is the ``get_active_skills`` a gate node takes: it reads
-the scope from the graph state and fetches only the skills whose action tool
-the terminal AI message calls (index-backed on the tenant).
-
-``PreflightSource`` renders the pre-flight block from the tenant's catalog,
-reusing the fetched skills while the tenant's catalog version is unchanged, so
-a turn costs one small read and the block stays byte-identical.
+``StoreSkillGetter`` is a ``get_active_skills`` for a gate node that reads
+the graph on every call: it takes the scope from the graph state and fetches
+only the skills whose action tool the terminal AI message calls (index-backed
+on the tenant). ``TurnMemory`` (``turn.py``) is the one-read-per-turn
+alternative that also serves pre-flight and triggers.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.layers.procedural import ProceduralLayer
 from symfonic_graph.models import Skill
-from symfonic_graph.preflight import build_preflight_contribution
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore
 
@@ -79,47 +73,3 @@ class StoreSkillGetter:
         if len(names) == 1:
             return await self.layer.query_skills(scope, action_tool=names[0])
         return await self.layer.query_skills(scope)
-
-
-@dataclass
-class _Cached:
-    version: int
-    fetched_at: float
-    skills: Sequence[Skill]
-
-
-@dataclass
-class PreflightSource:
-    """The cached pre-flight block of a scope.
-
-    Skills are refetched only when the tenant's catalog version moves (every
-    library write bumps it) or after ``max_age`` seconds (a bound for
-    plain-Cypher seeders that do not bump it).
-
-    Example:
-        >>> source = PreflightSource(store)
-        >>> block = await source.contribution(MemoryScope("acme"), state={"channel": "slack"})
-    """
-
-    store: GraphMemoryStore
-    max_age: float = 30.0
-    include_negative: bool = False
-    _cache: dict[MemoryScope, _Cached] = field(default_factory=dict, repr=False)
-
-    async def skills(self, scope: MemoryScope) -> Sequence[Skill]:
-        """The scope's visible skills, from cache while the catalog is unchanged."""
-        version = await self.store.catalog_version(scope)
-        cached = self._cache.get(scope)
-        now = time.monotonic()
-        if cached and cached.version == version and now - cached.fetched_at < self.max_age:
-            return cached.skills
-        skills = await ProceduralLayer(self.store).query_skills(scope)
-        self._cache[scope] = _Cached(version, now, tuple(skills))
-        return skills
-
-    async def contribution(
-        self, scope: MemoryScope, state: Mapping[str, Any] | None = None
-    ) -> PluginContribution | None:
-        """The ``## ENFORCED PRE-FLIGHT RULES`` block for this turn, or None."""
-        skills = await self.skills(scope)
-        return build_preflight_contribution(list(skills), state, include_negative=self.include_negative)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore
@@ -24,6 +25,9 @@ PER_TURN = [
     pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": "w-1"},
                  id="triggers_pending-namespaced"),
     pytest.param("catalog_version", {"tenant_id": "t-plan"}, id="catalog_version"),
+    pytest.param("facts_visible", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": None}, id="facts_visible"),
+    pytest.param("turn_snapshot", {"tenant_id": "t-plan", "namespace": "u-1", "known_version": -1},
+                 id="turn_snapshot"),
 ]
 SEEKS = {"NodeIndexSeek", "NodeUniqueIndexSeek"}
 
@@ -52,3 +56,12 @@ async def test_per_turn_query_starts_from_a_tenant_index_seek(
     assert leaves, f"{name} has no leaf that finds nodes"
     for op, details in leaves:
         assert op in SEEKS and "(tenant_id)" in details, f"{name} starts from {op} {details!r}, not a tenant seek"
+
+
+async def test_the_tenant_indexes_exist(driver: neo4j.AsyncDriver) -> None:
+    records, _, _ = await driver.execute_query(
+        "SHOW RANGE INDEXES YIELD name, labelsOrTypes, properties, state RETURN name, labelsOrTypes, properties, state"
+    )
+    found = {(r["labelsOrTypes"][0], tuple(r["properties"])): (r["name"], r["state"]) for r in records}
+    for label in ("Skill", "Trigger", "Fact", "Precondition"):
+        assert found[(label, ("tenant_id",))] == (f"{label.lower()}_tenant", "ONLINE")

@@ -1,0 +1,126 @@
+"""TurnMemory: one read per turn, a byte-stable pre-flight block, and the gate on the same snapshot."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import AIMessage
+
+from symfonic_graph import (
+    GraphMemoryStore,
+    MemoryScope,
+    ProceduralLayer,
+    ProspectiveLayer,
+    ProspectiveTriggerCapability,
+    TurnMemory,
+    create_precondition_gate_node,
+)
+
+pytestmark = pytest.mark.anyio
+
+PREDICATE = {"state": {"path": "channel", "op": "eq", "value": "slack"}}
+
+
+async def _seed(store: GraphMemoryStore, scope: MemoryScope, label: str = "Deliver", pre: str = "get_status") -> str:
+    skill = await ProceduralLayer(store).seed_authored_skill(
+        scope, label=label, steps=["deliver"], source_tag="authored:test", action_tool="deliver",
+        precondition=[pre, PREDICATE], identifier=label.lower(),
+    )
+    return skill.id
+
+
+class _CountingStore(GraphMemoryStore):
+    """The real store, counting the queries it sends."""
+
+    def __init__(self, store: GraphMemoryStore) -> None:
+        super().__init__(store.driver, database=store.database)
+        self.reads: list[str] = []
+
+    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        self.reads.append(name)
+        return await super().read(name, **params)
+
+
+async def test_preflight_block_is_byte_stable_for_100_turns_and_changes_after_a_seed(
+    store: GraphMemoryStore, scope: MemoryScope
+) -> None:
+    await _seed(store, scope)
+    memory = TurnMemory(store)
+    state = {"channel": "slack"}
+    blocks = set()
+    for _ in range(100):
+        block = (await memory.begin(scope)).preflight(state)
+        assert block is not None
+        blocks.add(block.content.encode())
+    assert len(blocks) == 1
+    assert blocks.pop().decode().startswith("## ENFORCED PRE-FLIGHT RULES\n- YOU MUST call `get_status` BEFORE")
+
+    await _seed(store, scope, label="Archive", pre="get_archive_status")
+    after = (await memory.begin(scope)).preflight(state)
+    assert after is not None and "get_archive_status" in after.content
+
+
+async def test_one_read_per_turn_and_skills_only_when_the_catalog_moves(
+    store: GraphMemoryStore, scope: MemoryScope
+) -> None:
+    await _seed(store, scope)
+    counting = _CountingStore(store)
+    memory = TurnMemory(counting)
+    first = await memory.begin(scope)
+    second = await memory.begin(scope)
+    assert counting.reads == ["turn_snapshot", "turn_snapshot"]
+    assert second.skills == first.skills and len(first.skills) == 1
+
+    # A plain-Cypher edit that does not bump the catalog is not seen until max_age...
+    await store.driver.execute_query(
+        "MATCH (s:Skill {tenant_id: $t}) SET s.label = 'renamed without bump'", t=scope.tenant_id
+    )
+    assert (await memory.begin(scope)).skills[0].label == "Deliver"
+    # ...but a library write bumps the version and the next turn rereads.
+    await ProceduralLayer(store).seed_authored_skill(
+        scope, label="Other", steps=["other"], source_tag="authored:test"
+    )
+    labels = sorted(s.label for s in (await memory.begin(scope)).skills)
+    assert labels == ["Other", "renamed without bump"]
+    stale_ok = TurnMemory(store, max_age=0.0)
+    await store.driver.execute_query(
+        "MATCH (s:Skill {tenant_id: $t, label: 'Other'}) SET s.label = 'seen at once'", t=scope.tenant_id
+    )
+    assert "seen at once" in [s.label for s in (await stale_ok.begin(scope)).skills]
+
+
+async def test_gate_enforces_the_snapshot_the_model_was_shown(store: GraphMemoryStore, scope: MemoryScope) -> None:
+    await _seed(store, scope)
+    counting = _CountingStore(store)
+    memory = TurnMemory(counting)
+    await memory.begin(scope)
+    gate = create_precondition_gate_node(memory.get_active_skills)
+    call = {"name": "deliver", "args": {}, "id": "c1"}
+    state = {"memory_scope": scope, "channel": "slack", "messages": [AIMessage("", tool_calls=[call])]}
+    out = await gate(state)
+    [error] = out["messages"]
+    assert str(error.content).startswith("Missing precondition: call get_status before deliver (skill: Deliver).")
+    assert counting.reads == ["turn_snapshot"], "the gate reused the turn's snapshot"
+    assert await gate({**state, "channel": "email"}) == {}
+
+
+async def test_snapshot_triggers_feed_the_capability_and_stay_in_scope(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    user, other = MemoryScope(tenant, "u1"), MemoryScope(tenant, "u2")
+    prospective = ProspectiveLayer(store)
+    await prospective.set_trigger(user, condition="invoice", task="Say it is overdue.")
+    await prospective.set_trigger(MemoryScope(tenant), condition="invoice", task="Tenant-wide note.")
+    await prospective.set_trigger(other, condition="invoice", task="Not for u1.")
+    await prospective.set_trigger(MemoryScope(tenant + "x", "u1"), condition="invoice", task="Other tenant.")
+    snapshot = await TurnMemory(store).begin(user)
+    assert sorted(t.task for t in snapshot.triggers) == ["Say it is overdue.", "Tenant-wide note."]
+    assert await snapshot.pending(other) == [], "a snapshot serves only its own scope"
+
+    class Request:
+        prompt = "where is my invoice?"
+
+    capability = ProspectiveTriggerCapability(snapshot, lambda condition, cue: condition in cue, user)
+    [contribution] = await capability.contribute(Request())
+    assert "Say it is overdue." in contribution.content and "Not for u1." not in contribution.content
