@@ -18,11 +18,14 @@ def _check_id(field: str, value: object) -> str:
     if len(value) > _MAX_ID_LENGTH:
         raise ScopeError(f"{field} is longer than {_MAX_ID_LENGTH} characters")
     for ch in value:
-        if unicodedata.category(ch) == "Cc":
+        category = unicodedata.category(ch)
+        if category == "Cc":
             raise ScopeError(
                 f"{field} must not contain control characters (found {ch!r}); "
                 "strip them before building the scope"
             )
+        if category == "Cs":
+            raise ScopeError(f"{field} must be valid Unicode text (found a lone surrogate {ch!r})")
     return value
 
 

@@ -22,6 +22,7 @@ import neo4j
 from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
 from neo4j.exceptions import ClientError, DriverError, Neo4jError
 
+from symfonic_graph import _validate as v
 from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
 from symfonic_graph.errors import NotFoundError, SchemaError, StoreUnavailableError, ValidationError
 from symfonic_graph.scope import MemoryScope
@@ -65,6 +66,7 @@ def check_write_id(write_id: object) -> str | None:
         return None
     if not isinstance(write_id, str) or not write_id:
         raise ValidationError("write_id", "must be a non-empty string or None")
+    v.encodable("write_id", write_id)
     if len(write_id) > MAX_KEY_PART:
         raise ValidationError("write_id", f"must be at most {MAX_KEY_PART} characters")
     return write_id
@@ -148,12 +150,12 @@ class GraphMemoryStore:
         return await self._bounded(work, f"query {name}")
 
     async def write(
-        self, statements: Sequence[Statement], *, _check_first: Callable[[list[Row]], None] | None = None
+        self, statements: Sequence[Statement], *, _check: Callable[[int, list[Row]], None] | None = None
     ) -> list[list[Row]]:
         """Run named write queries in one transaction (all or nothing).
 
-        ``_check_first`` sees the first statement's rows and may raise to roll
-        the whole transaction back.
+        ``_check`` sees each statement's index and rows as they come and may
+        raise to roll the whole transaction back.
         """
         prepared: list[tuple[Query, dict[str, Any]]] = []
         for name, params in statements:
@@ -166,8 +168,8 @@ class GraphMemoryStore:
             for q, params in prepared:
                 result = await t.run(q.text, params)
                 out.append([record.data() async for record in result])
-                if _check_first is not None and len(out) == 1:
-                    _check_first(out[0])
+                if _check is not None:
+                    _check(len(out) - 1, out[-1])
             return out
 
         async def work() -> list[list[Row]]:
@@ -228,19 +230,15 @@ class GraphMemoryStore:
 
     async def retract(self, scope: MemoryScope, node_id: str, *, reason: str = "") -> None:
         """Hide a node from every read (soft delete); ``restore`` undoes it."""
-        if not isinstance(reason, str):
-            raise ValidationError("reason", "must be a string")
-        rows = await self._marker("node_retract", scope, node_id, reason=reason)
+        await self._marker("node_retract", scope, node_id, reason=v.text("reason", reason, required=False))
         log.info("retracted %s in tenant %s: %s", node_id, scope.tenant_id, reason)
-        del rows
 
     async def restore(self, scope: MemoryScope, node_id: str) -> None:
         """Undo ``retract``."""
         await self._marker("node_restore", scope, node_id)
 
     async def _marker(self, name: str, scope: MemoryScope, node_id: str, **extra: Any) -> list[Row]:
-        if not isinstance(node_id, str) or not node_id:
-            raise ValidationError("node_id", "must be a non-empty string")
+        v.text("node_id", node_id)
         params = {**scope.params(), "node_id": node_id, **extra}
         results = await self.write(
             [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})]
@@ -272,14 +270,16 @@ class GraphMemoryStore:
         """
         params = {**scope.params(), "write_id": _required_write_id(write_id)}
         await self.fold_published(scope)
+        tenant = {"tenant_id": scope.tenant_id}
         results = await self.write(
             [
+                ("catalog_lock", tenant),
                 ("write_replace_live", params),
                 ("write_publish", params),
-                ("catalog_bump", {"tenant_id": scope.tenant_id}),
+                ("catalog_bump", tenant),
             ]
         )
-        return int(results[1][0]["published"])
+        return int(results[2][0]["published"])
 
     async def fold_published(self, scope: MemoryScope, *, settle_seconds: float | None = None) -> int:
         """Remove ``:SymfonicUnpublished`` from writes published over ``settle_seconds`` ago.
@@ -289,10 +289,11 @@ class GraphMemoryStore:
         period sees. Returns how many nodes were folded.
         """
         settle = PUBLISH_SETTLE_SECONDS if settle_seconds is None else settle_seconds
-        [rows] = await self.write([("write_fold", {"tenant_id": scope.tenant_id, "settle_seconds": settle})])
+        lock: Statement = ("catalog_lock", {"tenant_id": scope.tenant_id})
+        [_, rows] = await self.write([lock, ("write_fold", {"tenant_id": scope.tenant_id, "settle_seconds": settle})])
         if not rows or not rows[0]["due"]:
             return 0
-        await self.write([("write_unlist", {"tenant_id": scope.tenant_id, "entries": rows[0]["due"]})])
+        await self.write([lock, ("write_unlist", {"tenant_id": scope.tenant_id, "entries": rows[0]["due"]})])
         return int(rows[0]["folded"])
 
     async def write_staged(
@@ -301,15 +302,17 @@ class GraphMemoryStore:
         """Like ``write``, but refuse a ``write_id`` this scope already published (nothing is written)."""
         if write_id is None:
             return await self.write(statements)
-        def refuse_published(rows: list[Row]) -> None:
-            if rows and rows[0]["published"]:
+
+        def refuse_published(index: int, rows: list[Row]) -> None:
+            if index == 1 and rows and rows[0]["published"]:
                 raise ValidationError(
                     "write_id", f"{write_id!r} was already published in this scope; stage under a fresh write_id"
                 )
 
+        lock: Statement = ("catalog_lock", {"tenant_id": scope.tenant_id})
         guard: Statement = ("write_id_published", {**scope.params(), "write_id": write_id})
-        results = await self.write([guard, *statements], _check_first=refuse_published)
-        return results[1:]
+        results = await self.write([lock, guard, *statements], _check=refuse_published)
+        return results[2:]
 
     async def discard(self, scope: MemoryScope, write_id: str) -> int:
         """Delete every node staged under ``write_id``; return how many."""

@@ -133,3 +133,14 @@ WITH n, collect(p) AS pres
 FOREACH (p IN pres | DETACH DELETE p)
 DETACH DELETE n
 RETURN count(*) AS discarded;
+
+// name: catalog_lock
+// params: tenant_id
+// Take the write lock on the tenant's catalog node. Run first in every
+// transaction that reads and rewrites `published_writes`, so the later
+// statements read the list after every earlier writer committed (read
+// committed isolation would otherwise lose concurrent appends).
+MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
+ON CREATE SET c.version = 0
+SET c.symfonic_locked_at = datetime()
+RETURN c.tenant_id AS tenant_id;

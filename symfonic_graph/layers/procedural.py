@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from symfonic_graph import _validate as v
 from symfonic_graph.errors import NotFoundError, ValidationError
-from symfonic_graph.layers import _validate as v
 from symfonic_graph.models import Skill, skill_from_row
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import MAX_KEY_PART, GraphMemoryStore, check_write_id, new_id, skill_key

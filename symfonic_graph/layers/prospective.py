@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from symfonic_graph import _validate as v
 from symfonic_graph.errors import NotFoundError
-from symfonic_graph.layers import _validate as v
 from symfonic_graph.models import Trigger, trigger_from_row
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id

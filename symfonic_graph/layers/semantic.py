@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from symfonic_graph.layers import _validate as v
+from symfonic_graph import _validate as v
 from symfonic_graph.models import Fact, fact_from_row
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id

@@ -18,6 +18,15 @@ def text(field: str, value: object, *, required: bool = True) -> str:
         raise ValidationError(field, f"must be a string, got {type(value).__name__}")
     if required and not value.strip():
         raise ValidationError(field, "must not be empty")
+    return encodable(field, value)
+
+
+def encodable(field: str, value: str) -> str:
+    """``value`` if it is valid Unicode text (no lone surrogates), else a ValidationError."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"is not valid Unicode text ({exc.reason} at index {exc.start})") from None
     return value
 
 
@@ -37,13 +46,15 @@ def string_list(field: str, value: object) -> list[str]:
 
 def property_value(field: str, value: object) -> Any:
     """A value Neo4j stores natively: a scalar or a homogeneous list of scalars."""
+    if isinstance(value, str):
+        return encodable(field, value)
     if isinstance(value, _SCALARS):
         return value
     if isinstance(value, (list, tuple)):
         kinds = {bool if isinstance(v, bool) else type(v) for v in value}
         if not all(isinstance(v, _SCALARS) for v in value) or len(kinds) > 1:
             raise ValidationError(field, "a list value must hold scalars of one type (str, int, float or bool)")
-        return list(value)
+        return [encodable(f"{field}[{i}]", v) if isinstance(v, str) else v for i, v in enumerate(value)]
     raise ValidationError(
         field, f"must be a str, int, float, bool or a list of one of them, got {type(value).__name__}"
     )

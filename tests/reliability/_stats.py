@@ -1,0 +1,36 @@
+"""Figures the reliability suite collects while it runs, printed at the end of the session."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+FIGURES: Counter[str] = Counter()
+"""Counters by name, e.g. ``isolation.operations``; reported by ``conftest.pytest_terminal_summary``."""
+
+LABELS: dict[str, str] = {
+    "isolation.operations": "isolation: library calls tried",
+    "isolation.steps": "isolation: state-machine steps",
+    "isolation.examples": "isolation: state-machine runs",
+    "isolation.reads": "isolation: reads checked against the model",
+    "isolation.rows_seen": "isolation: rows returned by those reads",
+    "isolation.leaks": "isolation: leaks (rows or writes outside the scope)",
+    "isolation.overfiltered": "isolation: over-filtered reads (visible rows missing)",
+    "hostile.values": "hostile input: distinct hostile values",
+    "hostile.attempts": "hostile input: (entry point, field, value) attempts",
+    "hostile.rejected": "hostile input: rejected with a typed error naming the field",
+    "hostile.stored": "hostile input: stored and read back exactly",
+    "hostile.bad": "hostile input: wrong outcomes",
+    "concurrency.publishes": "concurrency: staged batches published under readers",
+    "concurrency.reader_iterations": "concurrency: reader iterations",
+    "concurrency.partial_reads": "concurrency: partial reads seen",
+    "concurrency.folded_nodes": "concurrency: published nodes folded while readers ran",
+    "concurrency.reseeds": "concurrency: concurrent re-seeds of one identifier",
+    "concurrency.schema_runs": "concurrency: concurrent apply_schema() calls",
+    "faults.calls": "faults: calls against a dead or silent Neo4j",
+}
+
+
+def summary_lines() -> list[str]:
+    """One line per collected figure, in a stable order."""
+    names = [n for n in LABELS if n in FIGURES] + sorted(n for n in FIGURES if n not in LABELS)
+    return [f"{LABELS.get(n, n)}: {FIGURES[n]}" for n in names]
