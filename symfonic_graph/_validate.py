@@ -60,10 +60,17 @@ def property_value(field: str, value: object) -> Any:
     )
 
 
+MAX_PRECONDITIONS = 64
+
+
 def precondition_rows(value: object) -> list[dict[str, Any]]:
     """Turn a skill's ``precondition`` argument into Precondition node rows."""
     if value is None:
         return []
+    if isinstance(value, (list, tuple)) and len(value) > MAX_PRECONDITIONS:
+        raise ValidationError(
+            "precondition", f"has {len(value)} entries; a skill takes at most {MAX_PRECONDITIONS}"
+        )
     items: list[Any] = [value] if isinstance(value, str) else value if isinstance(value, (list, tuple)) else None  # type: ignore[assignment]
     if items is None:
         raise ValidationError("precondition", f"must be None, a string or a list, got {type(value).__name__}")

@@ -16,12 +16,23 @@ import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.graphdb.QueryExecutionException;
 import org.neo4j.io.ByteUnit;
 
 public final class Launcher {
     private Launcher() {}
 
-    public static void main(String[] args) throws Exception {
+    public static void main(String[] args) {
+        try {
+            run(args);
+        } catch (Throwable e) {
+            // Neo4j's own threads would keep a failed JVM alive: exit so the caller sees it.
+            e.printStackTrace();
+            System.exit(1);
+        }
+    }
+
+    private static void run(String[] args) throws Exception {
         String password = System.getenv("SYMFONIC_NEO4J_PASSWORD");
         if (args.length != 3 || password == null || password.isEmpty()) {
             System.err.println("usage: SYMFONIC_NEO4J_PASSWORD=... Launcher <home> <host> <port>");
@@ -44,9 +55,16 @@ public final class Launcher {
 
         // The embedded API runs with full rights, so it can set the password
         // the Python side generated; no "change on first login" dance.
-        dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME).executeTransactionally(
-                "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
-                Map.of("password", password));
+        try {
+            dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME).executeTransactionally(
+                    "ALTER USER neo4j SET PASSWORD $password CHANGE NOT REQUIRED",
+                    Map.of("password", password));
+        } catch (QueryExecutionException e) {
+            // A restart on the same data keeps its password: nothing to change.
+            if (!e.getMessage().contains("cannot be the same")) {
+                throw e;
+            }
+        }
 
         String version = dbms.database(GraphDatabaseSettings.DEFAULT_DATABASE_NAME).executeTransactionally(
                 "CALL dbms.components() YIELD versions RETURN versions[0] AS v",

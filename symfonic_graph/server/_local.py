@@ -9,6 +9,7 @@ log and the pid file live in ``$SYMFONIC_GRAPH_HOME`` (default
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -103,7 +104,7 @@ class LocalNeo4j:
         if not _port_free(host, port):
             raise LocalServerError(f"port {port} on {host} is taken; pass --port with a free port")
         self.home.mkdir(parents=True, exist_ok=True)
-        password = secrets.token_urlsafe(18)
+        password = self._password()
         env = {**os.environ, "SYMFONIC_NEO4J_PASSWORD": password}
         heap = os.environ.get("SYMFONIC_NEO4J_HEAP", "1g")
         with open(self.log_file, "wb") as log:
@@ -120,6 +121,16 @@ class LocalNeo4j:
         self.state_file.write_text(json.dumps(asdict(state)))
         self.state_file.chmod(0o600)
         return state
+
+    def _password(self) -> str:
+        """The home's password: made once, kept across restarts so clients reconnect."""
+        path = self.home / "password"
+        if path.exists():
+            return path.read_text().strip()
+        password = secrets.token_urlsafe(18)
+        path.touch(mode=0o600)
+        path.write_text(password)
+        return password
 
     def _wait_ready(self, proc: subprocess.Popen[bytes], timeout: float) -> str:
         deadline = time.monotonic() + timeout
@@ -142,7 +153,9 @@ class LocalNeo4j:
             return "(no log)"
 
     def _ensure_installed(self, java: str) -> str:
-        lib, classes = self.cache / "lib", self.cache / "classes"
+        source = _HERE / "Launcher.java"
+        digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+        lib, classes = self.cache / "lib", self.cache / f"classes-{digest}"
         if not (lib / ".complete").exists():
             self._fetch(lib)
         if not (classes / "Launcher.class").exists():
@@ -150,8 +163,7 @@ class LocalNeo4j:
             if javac is None:
                 raise LocalServerError("javac not found: install a JDK 17+ (not only a JRE) or set JAVA_HOME")
             classes.mkdir(parents=True, exist_ok=True)
-            source = str(_HERE / "Launcher.java")
-            _run([javac, "-d", str(classes), "-cp", f"{lib}/*", source], "compiling Launcher.java")
+            _run([javac, "-d", str(classes), "-cp", f"{lib}/*", str(source)], "compiling Launcher.java")
         return f"{lib}/*:{classes}"
 
     def _fetch(self, lib: Path) -> None:

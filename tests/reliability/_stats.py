@@ -27,6 +27,13 @@ LABELS: dict[str, str] = {
     "concurrency.reseeds": "concurrency: concurrent re-seeds of one identifier",
     "concurrency.schema_runs": "concurrency: concurrent apply_schema() calls",
     "faults.calls": "faults: calls against a dead or silent Neo4j",
+    "restart.operations": "restart: operations of the mixed load",
+    "restart.acknowledged_writes": "restart: writes acknowledged to the caller",
+    "restart.lost_writes": "restart: acknowledged writes missing afterwards",
+    "restart.outage_errors": "restart: typed errors during the outage",
+    "restart.untyped_errors": "restart: untyped errors",
+    "restart.longest_outage_turn_ms": "restart: longest turn during the outage (ms)",
+    "restart.recovery_ms": "restart: first successful read after the restart (ms)",
 }
 
 
