@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMes
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
+from pydantic import Field
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, StoreSkillGetter, TurnMemory
 from symfonic_graph.langgraph import create_guarded_tool_node
@@ -50,7 +51,7 @@ class State(TypedDict):
 class Scripted(FakeMessagesListChatModel):
     """Replays responses and records what it was shown each call."""
 
-    seen: list[list[BaseMessage]] = []
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Scripted:
         return self
@@ -126,7 +127,6 @@ async def test_blocked_then_recovered(store: GraphMemoryStore, seeded: MemorySco
         AIMessage("", tool_calls=[_call("deliver", "c3")]),
         AIMessage("done"),
     ])
-    model.seen = []
     out = await _graph(memory, model, getter).ainvoke(
         {"messages": [HumanMessage("deliver it")], "memory_scope": seeded, "channel": "slack"})
     errors = [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
@@ -145,7 +145,6 @@ async def test_parallel_batch_runs_the_precondition_and_blocks_the_action(
         AIMessage("", tool_calls=[_call("deliver", "c3")]),
         AIMessage("done"),
     ])
-    model.seen = []
     out = await _graph(memory, model, memory.get_active_skills).ainvoke(
         {"messages": [HumanMessage("deliver it")], "memory_scope": seeded, "channel": "slack"})
     answers = {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
@@ -161,12 +160,10 @@ async def test_no_tool_calls_and_other_channel_and_other_tenant(
     memory = TurnMemory(store)
     for scope, channel in ((seeded, "email"), (MemoryScope(seeded.tenant_id + "-other"), "slack")):
         model = Scripted(responses=[AIMessage("", tool_calls=[_call("deliver", "c1")]), AIMessage("done")])
-        model.seen = []
         out = await _graph(memory, model, memory.get_active_skills).ainvoke(
             {"messages": [HumanMessage("go")], "memory_scope": scope, "channel": channel})
         assert not [m for m in out["messages"] if isinstance(m, ToolMessage) and m.status == "error"]
     quiet = Scripted(responses=[AIMessage("just text")])
-    quiet.seen = []
     out = await _graph(memory, quiet, memory.get_active_skills).ainvoke(
         {"messages": [HumanMessage("hello")], "memory_scope": seeded, "channel": "slack"})
     assert [type(m).__name__ for m in out["messages"]] == ["HumanMessage", "AIMessage"]
