@@ -11,7 +11,10 @@ recovers without being restarted.
 
 from __future__ import annotations
 
+import os
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -99,6 +102,16 @@ class Load:
             await anyio.sleep(0.05)
 
 
+async def _two_processes_apply_the_schema(uri: str, user: str, password: str) -> None:
+    """On the private server's empty database: two CLI processes race the first migration."""
+    env = {**os.environ, "NEO4J_URI": uri, "NEO4J_USER": user, "NEO4J_PASSWORD": password}
+    command = [sys.executable, "-m", "symfonic_graph.cli", "schema", "apply"]
+    procs = [subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(2)]
+    outputs = [await anyio.to_thread.run_sync(p.communicate, 120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], outputs
+
+
 async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
     server = LocalNeo4j(home=tmp_path / "neo4j-home")
     port = _free_port()
@@ -107,7 +120,8 @@ async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
     store = GraphMemoryStore(driver, query_timeout=TIMEOUT)
     scope = MemoryScope("restart-tenant")
     try:
-        await store.apply_schema()
+        await _two_processes_apply_the_schema(state.uri, state.user, state.password)
+        assert await store.apply_schema() == [], "both processes applied it; nothing is left"
         await ProceduralLayer(store).seed_authored_skill(
             scope, label="Deliver", steps=["deliver"], source_tag="authored:test", action_tool="deliver",
             precondition=["get_integration_status"])
