@@ -98,6 +98,23 @@ WHERE s.tenant_id = $tenant_id
 SET s.status = $status, s.updated_at = datetime()
 RETURN s.id AS id;
 
+// name: skill_take_key
+// params: tenant_id, namespace, skill_id
+// Approve, step 2 (same transaction): a draft proposed for an identifier that
+// already has a live skill takes over its key; the live skill is deleted.
+MATCH (s:Skill {id: $skill_id})
+WHERE s.tenant_id = $tenant_id
+  AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND s.status = 'approved' AND s.symfonic_base_key IS NOT NULL AND s.symfonic_write_id IS NULL
+OPTIONAL MATCH (old:Skill {symfonic_key: s.symfonic_base_key})
+CALL (old) {
+  OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+  DETACH DELETE p
+}
+DETACH DELETE old
+SET s.symfonic_key = s.symfonic_base_key, s.symfonic_base_key = null
+RETURN s.id AS id;
+
 // name: catalog_bump
 // params: tenant_id
 // Bump the tenant's catalog version after any write that changes its skills.

@@ -166,18 +166,21 @@ class ProceduralLayer:
         return skill
 
     async def approve(self, scope: MemoryScope, skill_id: str) -> None:
-        """Approve a draft so turns see it."""
-        await self._set_status(scope, skill_id, "approved")
+        """Approve a draft so turns see it; a draft of an existing identifier replaces that skill."""
+        await self._set_status(scope, skill_id, "approved", then="skill_take_key")
 
     async def reject(self, scope: MemoryScope, skill_id: str) -> None:
         """Reject a draft (or an approved skill): turns stop seeing it."""
         await self._set_status(scope, skill_id, "rejected")
 
-    async def _set_status(self, scope: MemoryScope, skill_id: str, status: str) -> None:
-        params = {**scope.params(), "skill_id": v.text("skill_id", skill_id), "status": status}
-        results = await self.store.write(
-            [("skill_set_status", params), ("catalog_bump", {"tenant_id": scope.tenant_id})]
-        )
+    async def _set_status(
+        self, scope: MemoryScope, skill_id: str, status: str, *, then: str | None = None
+    ) -> None:
+        params = {**scope.params(), "skill_id": v.text("skill_id", skill_id)}
+        statements: list[tuple[str, dict[str, Any]]] = [("skill_set_status", {**params, "status": status})]
+        if then is not None:
+            statements.append((then, params))
+        results = await self.store.write([*statements, ("catalog_bump", {"tenant_id": scope.tenant_id})])
         if not results[0]:
             raise NotFoundError(f"no published skill {skill_id!r} in tenant {scope.tenant_id!r}")
 
@@ -209,6 +212,9 @@ def _skill_row(
     base_key = None
     if write_id is not None and identifier is not None:
         base_key, key = key, key + "\u0000staged:" + write_id
+    elif status == "draft" and identifier is not None:
+        # A draft never displaces the live skill of its identifier; approve does.
+        base_key, key = key, key + "\u0000draft:" + skill_id
     try:
         preconditions = v.precondition_rows(spec.get("precondition"))
     except ValidationError as exc:
