@@ -40,8 +40,10 @@ RETURN count(*) AS pruned;
 
 // name: write_replace_live
 // params: tenant_id, namespace, write_id
-// Publish, step 1: a staged skill re-seeding an identifier takes over its key;
-// the live skill that held the key is deleted (same transaction as step 2).
+// Publish, step 1: a staged skill re-seeding an identifier takes over its key.
+// The live skill that held the key is marked replaced by this write: readers
+// hide it as soon as the write's entry is listed (step 2), so old and new
+// swap in the same single flip; write_fold deletes it later.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (n:Skill:SymfonicUnpublished)
@@ -50,13 +52,10 @@ WHERE n.tenant_id = $tenant_id
   AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
   AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
 OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
-CALL (old) {
-  OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
-  DETACH DELETE p
-}
-DETACH DELETE old
+SET old.symfonic_replaced_by = coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id,
+    old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
 SET n.symfonic_key = n.symfonic_base_key, n.symfonic_base_key = null
-RETURN count(*) AS replaced;
+RETURN count(old) AS replaced;
 
 // name: write_publish
 // params: tenant_id, namespace, write_id
@@ -84,8 +83,9 @@ RETURN count AS published;
 // name: write_fold
 // params: tenant_id, settle_seconds
 // After publish: writes published longer than the settle period ago lose
-// their :SymfonicUnpublished label. Returns the folded entries, which
-// write_unlist then drops from the catalog (a separate, later transaction).
+// their :SymfonicUnpublished label, and the skills they replaced are deleted.
+// Returns the folded entries, which write_unlist then drops from the catalog
+// (a separate, later transaction).
 MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published, coalesce(c.published_at_ms, []) AS times,
      datetime().epochMillis - toInteger($settle_seconds * 1000) AS cutoff
@@ -96,6 +96,16 @@ CALL (due) {
     AND (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN due
   REMOVE n:SymfonicUnpublished
   RETURN count(n) AS folded
+}
+CALL (due) {
+  OPTIONAL MATCH (old:Skill)
+  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by IN due
+  CALL (old) {
+    OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+    DETACH DELETE p
+  }
+  DETACH DELETE old
+  RETURN count(old) AS removed
 }
 RETURN due, folded;
 

@@ -11,6 +11,7 @@ WITH node, score, published,
      CASE WHEN node:Skill THEN 'Skill' WHEN node:Trigger THEN 'Trigger' WHEN node:Fact THEN 'Fact' END AS kind
 WHERE node.tenant_id = $tenant_id
   AND (node.namespace IS NULL OR node.namespace = $namespace)
+  AND NOT coalesce(node.symfonic_replaced_by IN published, false)
   AND NOT node:SymfonicRetracted
   AND (NOT node:SymfonicUnpublished OR node.symfonic_write_id = $write_id
        OR (coalesce(node.namespace, '') + '\u001F' + node.symfonic_write_id) IN published)

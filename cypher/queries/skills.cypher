@@ -44,6 +44,7 @@ WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill)
 WHERE s.tenant_id = $tenant_id
   AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND NOT coalesce(s.symfonic_replaced_by IN published, false)
   AND ($include_retracted OR NOT s:SymfonicRetracted)
   AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
        OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
@@ -73,6 +74,7 @@ WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
   AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND NOT coalesce(s.symfonic_replaced_by IN published, false)
   AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
        OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
 CALL (s) {

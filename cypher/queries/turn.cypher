@@ -12,6 +12,7 @@ CALL (version, published) {
   WHERE version <> $known_version
     AND s.tenant_id = $tenant_id
     AND (s.namespace IS NULL OR s.namespace = $namespace)
+    AND NOT coalesce(s.symfonic_replaced_by IN published, false)
     AND NOT s:SymfonicRetracted
     AND (NOT s:SymfonicUnpublished
          OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
