@@ -62,9 +62,7 @@ class ProceduralLayer:
         """Write one approved skill; re-seeding an ``identifier`` replaces it."""
         spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
                     precondition=precondition, context=context, identifier=identifier)
-        row = _skill_row(scope, spec, "approved", check_write_id(write_id), field_prefix="")
-        [skill_id] = await self._write([row], scope, row["write_id"])
-        return await self.get_skill(scope, skill_id, write_id=write_id)
+        return await self._write_one(scope, spec, "approved", check_write_id(write_id))
 
     async def propose_skill(
         self,
@@ -81,9 +79,12 @@ class ProceduralLayer:
         """Write a draft skill, hidden from turns until ``approve``."""
         spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
                     precondition=precondition, context=context, identifier=identifier)
-        row = _skill_row(scope, spec, "draft", None, field_prefix="", authored=False)
-        [skill_id] = await self._write([row], scope, None)
-        return await self.get_skill(scope, skill_id)
+        return await self._write_one(scope, spec, "draft", None)
+
+    async def _write_one(self, scope: MemoryScope, spec: Mapping[str, Any], status: str, write_id: str | None) -> Skill:
+        row = _skill_row(scope, spec, status, write_id, field_prefix="", authored=status == "approved")
+        [skill_id] = await self._write([row], scope, write_id)
+        return await self.get_skill(scope, skill_id, write_id=write_id)
 
     async def seed_skills(
         self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]], *, write_id: str | None = None
