@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
+from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.layers.prospective import ProspectiveLayer
 from symfonic_graph.models import Trigger
@@ -130,17 +131,8 @@ class GraphPendingTriggers:
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """The unresolved triggers ``scope`` sees, oldest first."""
-        out: list[PendingTrigger] = []
-        for trigger in await self._layer.get_pending(scope):
-            if not scope.owns(trigger.tenant_id, trigger.namespace):
-                log.error(
-                    "dropped trigger %s: it belongs to tenant %r namespace %r, not to the scope "
-                    "(tenant %r namespace %r); this is an isolation bug, please report it",
-                    trigger.id, trigger.tenant_id, trigger.namespace, scope.tenant_id, scope.namespace,
-                )
-                continue
-            out.append(PendingTrigger(trigger.id, trigger.condition, trigger.task))
-        return out
+        triggers = keep_owned(scope, await self._layer.get_pending(scope), "trigger")
+        return [PendingTrigger(t.id, t.condition, t.task) for t in triggers]
 
 
 def prompt_cue(request: object) -> str:

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.models import Skill, skill_from_row, trigger_from_row
 from symfonic_graph.preflight import build_preflight_contribution
@@ -115,7 +116,7 @@ class TurnMemory:
         [row] = await self.store.read("turn_snapshot", **scope.params(), known_version=known)
         version = int(row["version"])
         if row["skills_fresh"] or cached is None:
-            skills = tuple(s for s in map(skill_from_row, row["skills"]) if s is not None)
+            skills = tuple(keep_owned(scope, (s for s in map(skill_from_row, row["skills"]) if s), "skill"))
             cached = _Catalog(version, now, skills)
             _remember(self._catalogs, scope, cached, self.max_scopes)
         snapshot = TurnSnapshot(scope, version, cached.skills, _triggers(scope, row["triggers"]), now,
@@ -133,16 +134,8 @@ class TurnMemory:
 
 
 def _triggers(scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
-    out = []
-    for row in rows:
-        trigger = trigger_from_row(row)
-        if trigger is None:
-            continue
-        if not scope.owns(trigger.tenant_id, trigger.namespace):
-            log.error("dropped trigger %s of tenant %r: not visible to %s", trigger.id, trigger.tenant_id, scope)
-            continue
-        out.append(PendingTrigger(trigger.id, trigger.condition, trigger.task))
-    return tuple(out)
+    triggers = keep_owned(scope, (t for t in map(trigger_from_row, rows) if t), "trigger")
+    return tuple(PendingTrigger(t.id, t.condition, t.task) for t in triggers)
 
 
 def _remember(cache: OrderedDict[MemoryScope, Any], scope: MemoryScope, value: Any, limit: int) -> None:

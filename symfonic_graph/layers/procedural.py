@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from symfonic_graph import _validate as v
+from symfonic_graph._isolation import keep_owned
 from symfonic_graph.errors import NotFoundError, ValidationError
 from symfonic_graph.models import Skill, skill_from_row
 from symfonic_graph.scope import MemoryScope
@@ -154,7 +155,7 @@ class ProceduralLayer:
             action_tool=v.optional_text("action_tool", action_tool),
             limit=top_k or _NO_LIMIT,
         )
-        return [s for s in map(skill_from_row, rows) if s is not None]
+        return keep_owned(scope, (s for s in map(skill_from_row, rows) if s is not None), "skill")
 
     async def get_skill(self, scope: MemoryScope, skill_id: str, *, write_id: str | None = None) -> Skill:
         """One skill by id (drafts and retracted included) if the scope sees it."""

@@ -304,12 +304,13 @@ class LeakyLayer:
 async def test_rows_that_do_not_belong_are_dropped_and_logged(caplog: pytest.LogCaptureFixture) -> None:
     source = GraphPendingTriggers(cast(GraphMemoryStore, object()))
     source._layer = LeakyLayer()
-    with caplog.at_level(logging.ERROR, "symfonic_graph.triggers"):
+    with caplog.at_level(logging.ERROR, "symfonic_graph.isolation"):
         got = await source.pending(SCOPE)
     assert [t.trigger_id for t in got] == ["mine", "tenant-wide"]
     errors = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert len(errors) == 3
-    assert {"other-tenant", "prefix-tenant", "other-namespace"} == {r.args[0] for r in errors}  # type: ignore[index]
+    assert {"other-tenant", "prefix-tenant", "other-namespace"} == {r.args[1] for r in errors}  # type: ignore[index]
+    assert all(r.args[0] == "trigger" for r in errors)  # type: ignore[index]
 
 
 async def test_tenant_wide_scope_keeps_only_tenant_wide_rows() -> None:
