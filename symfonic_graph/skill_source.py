@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from symfonic_graph.errors import ScopeError
+from symfonic_graph.gate import terminal_tool_calls
 from symfonic_graph.layers.procedural import ProceduralLayer
 from symfonic_graph.models import Skill
 from symfonic_graph.scope import MemoryScope
@@ -40,20 +41,6 @@ def scope_from_state(key: str = "memory_scope") -> ScopeFrom:
     return read
 
 
-def _tool_call_names(state: Mapping[str, Any]) -> list[str]:
-    messages = state.get("messages") or []
-    if not messages:
-        return []
-    last = messages[-1]
-    calls = last.get("tool_calls") if isinstance(last, Mapping) else getattr(last, "tool_calls", None)
-    names = []
-    for call in calls or []:
-        name = call.get("name") if isinstance(call, Mapping) else getattr(call, "name", None)
-        if isinstance(name, str) and name not in names:
-            names.append(name)
-    return names
-
-
 class StoreSkillGetter:
     """``get_active_skills`` for the gate, backed by the graph.
 
@@ -67,7 +54,7 @@ class StoreSkillGetter:
 
     async def __call__(self, state: Mapping[str, Any]) -> list[Skill]:
         scope = self.scope_from(state)
-        names = _tool_call_names(state)
+        names = list(dict.fromkeys(call.name for call in terminal_tool_calls(state.get("messages"))))
         if not names:
             return []
         if len(names) == 1:
