@@ -98,12 +98,7 @@ class ProceduralLayer:
         wid = check_write_id(write_id)
         if isinstance(skills, (str, bytes, Mapping)) or not isinstance(skills, Sequence):
             raise ValidationError("skills", "must be a list of skills")
-        rows = []
-        for i, item in enumerate(skills):
-            spec = item.model_dump() if isinstance(item, SkillSpec) else item
-            if not isinstance(spec, Mapping):
-                raise ValidationError(f"skills[{i}]", "must be a SkillSpec or a mapping")
-            rows.append(_skill_row(scope, spec, "approved", wid, field_prefix=f"skills[{i}]."))
+        rows = _approved_rows(scope, skills, wid)
         keys = [r["key"] for r in rows]
         if len(set(keys)) != len(keys):
             raise ValidationError("skills", "two entries share an identifier; each identifier once per batch")
@@ -111,11 +106,7 @@ class ProceduralLayer:
 
     def validate_skills(self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]]) -> None:
         """Check entries as ``seed_skills`` would, writing nothing (errors name ``skills[i].field``)."""
-        for i, item in enumerate(skills):
-            spec = item.model_dump() if isinstance(item, SkillSpec) else item
-            if not isinstance(spec, Mapping):
-                raise ValidationError(f"skills[{i}]", "must be a SkillSpec or a mapping")
-            _skill_row(scope, spec, "approved", None, field_prefix=f"skills[{i}].")
+        _approved_rows(scope, skills, None)
 
     async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None) -> list[str]:
         """Write the rows; return the skill ids in row order (a re-seeded identifier keeps its id)."""
@@ -185,6 +176,18 @@ class ProceduralLayer:
         results = await self.store.write([*statements, ("catalog_bump", {"tenant_id": scope.tenant_id})])
         if not results[0]:
             raise NotFoundError(f"no published skill {skill_id!r} in tenant {scope.tenant_id!r}")
+
+
+def _approved_rows(
+    scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]], write_id: str | None
+) -> list[dict[str, Any]]:
+    rows = []
+    for i, item in enumerate(skills):
+        spec = item.model_dump() if isinstance(item, SkillSpec) else item
+        if not isinstance(spec, Mapping):
+            raise ValidationError(f"skills[{i}]", "must be a SkillSpec or a mapping")
+        rows.append(_skill_row(scope, spec, "approved", write_id, field_prefix=f"skills[{i}]."))
+    return rows
 
 
 def _skill_row(
