@@ -36,7 +36,7 @@ from symfonic_graph.recall import (
     without_prospective_recall,
 )
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.skill_source import StoreSkillGetter, scope_from_state
+from symfonic_graph.skill_source import StoreSkillGetter
 from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
@@ -47,6 +47,7 @@ from symfonic_graph.triggers import (
     prospective_trigger_capabilities,
 )
 from symfonic_graph.turn import TurnMemory, TurnSnapshot
+from symfonic_graph.turn_scope import scope_from_state, scope_from_turn, scope_of
 
 __all__ = [
     "ComposedPrompt",
@@ -93,5 +94,7 @@ __all__ = [
     "recall",
     "recall_policy_for",
     "scope_from_state",
+    "scope_from_turn",
+    "scope_of",
     "without_prospective_recall",
 ]

@@ -7,10 +7,16 @@ A file holds one or more queries, each opened by a header::
     // One skill by id, if the scope sees it.   <- becomes the doc
     MATCH (s:Skill) WHERE s.tenant_id = $tenant_id ...
 
+A *fragment* is a piece of Cypher shared by several queries (the one skill
+projection, the one visibility rule). It is declared like a query but with
+``// fragment: name``, and a query splices it in with a line of its own::
+
+    // include: skill_row
+
 The loader checks that each query's declared parameters are exactly the
-``$params`` its text uses, that names are unique, and reports ``file:line``
-on any error. Query text is never assembled from input: callers pass values
-as parameters only.
+``$params`` its text uses (its fragments' included), that names are unique,
+and reports ``file:line`` on any error. Query text is never assembled from
+input: callers pass values as parameters only.
 """
 
 from __future__ import annotations
@@ -23,7 +29,8 @@ from pathlib import Path
 
 from symfonic_graph.errors import QueryFileError
 
-_NAME = re.compile(r"^//\s*name:\s*(?P<name>\S*)\s*$")
+_NAME = re.compile(r"^//\s*(?P<kind>name|fragment):\s*(?P<name>\S*)\s*$")
+_INCLUDE = re.compile(r"^//\s*include:\s*(?P<name>\S*)\s*$")
 _PARAMS = re.compile(r"^//\s*params:\s*(?P<params>.*)$")
 _IDENT = re.compile(r"^[a-z][a-z0-9_]*$")
 _PARAM_USE = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
@@ -56,9 +63,30 @@ def _code_only(line: str) -> str:
     return line if cut < 0 else line[:cut]
 
 
-def parse_queries(text: str, source: str) -> list[Query]:
-    """Parse the named queries in ``text``; ``source`` names the file in errors."""
-    queries: list[Query] = []
+@dataclass(frozen=True, slots=True)
+class _Block:
+    """A parsed ``// name:`` or ``// fragment:`` block before its includes are spliced."""
+
+    kind: str
+    name: str
+    declared: frozenset[str]
+    doc: str
+    lines: tuple[str, ...]
+    where: str
+
+
+def parse_queries(text: str, source: str, fragments: Mapping[str, _Block] | None = None) -> list[Query]:
+    """Parse the named queries in ``text``; ``source`` names the file in errors.
+
+    Fragments declared in ``text`` (and those given) may be included.
+    """
+    blocks = _parse_blocks(text, source)
+    known = dict(fragments or {})
+    known.update(_fragments(blocks))
+    return [_resolve(b, known) for b in blocks if b.kind == "name"]
+
+
+def _parse_blocks(text: str, source: str) -> list[_Block]:
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if _NAME.match(line.strip())]
     if not starts:
@@ -66,23 +94,25 @@ def parse_queries(text: str, source: str) -> list[Query]:
     preamble = [ln for ln in lines[: starts[0]] if ln.strip() and not ln.strip().startswith("//")]
     if preamble:
         raise QueryFileError(f"{source}:1: text before the first '// name:' header")
+    blocks = []
     for n, start in enumerate(starts):
         end = starts[n + 1] if n + 1 < len(starts) else len(lines)
-        queries.append(_parse_one(lines, start, end, source))
-    return queries
+        blocks.append(_parse_one(lines, start, end, source))
+    return blocks
 
 
-def _parse_one(lines: list[str], start: int, end: int, source: str) -> Query:
+def _parse_one(lines: list[str], start: int, end: int, source: str) -> _Block:
     where = f"{source}:{start + 1}"
     match = _NAME.match(lines[start].strip())
     assert match is not None
-    name = match["name"]
+    kind, name = match["kind"], match["name"]
+    what = "query" if kind == "name" else "fragment"
     if not _IDENT.match(name):
-        raise QueryFileError(f"{where}: query name {name!r} must be snake_case")
+        raise QueryFileError(f"{where}: {what} name {name!r} must be snake_case")
     i = start + 1
     declared: set[str] | None = None
     doc: list[str] = []
-    while i < end and lines[i].strip().startswith("//"):
+    while i < end and lines[i].strip().startswith("//") and not _INCLUDE.match(lines[i].strip()):
         comment = lines[i].strip()
         params = _PARAMS.match(comment)
         if params:
@@ -91,32 +121,79 @@ def _parse_one(lines: list[str], start: int, end: int, source: str) -> Query:
             doc.append(comment[2:].strip())
         i += 1
     if declared is None:
-        raise QueryFileError(f"{where}: query {name} has no '// params:' line (write '// params:' for none)")
-    body = "\n".join(lines[i:end]).strip().rstrip(";").strip()
-    if not body:
-        raise QueryFileError(f"{where}: query {name} has no statement")
+        raise QueryFileError(f"{where}: {what} {name} has no '// params:' line (write '// params:' for none)")
+    body = tuple(lines[i:end])
+    if not "\n".join(body).strip().rstrip(";").strip():
+        raise QueryFileError(f"{where}: {what} {name} has no statement")
+    return _Block(kind, name, frozenset(declared), " ".join(doc), body, where)
+
+
+def _fragments(blocks: Iterable[_Block]) -> dict[str, _Block]:
+    found: dict[str, _Block] = {}
+    for block in blocks:
+        if block.kind != "fragment":
+            continue
+        if block.name in found:
+            raise QueryFileError(
+                f"{block.where}: fragment name {block.name} is already used at {found[block.name].where}"
+            )
+        _check_params(block, _used(block.lines), "fragment")
+        found[block.name] = block
+    return found
+
+
+def _used(lines: Iterable[str]) -> set[str]:
     used: set[str] = set()
-    for line in lines[i:end]:
+    for line in lines:
         used.update(_PARAM_USE.findall(_code_only(line)))
-    if used != declared:
+    return used
+
+
+def _check_params(block: _Block, used: set[str], what: str) -> None:
+    if used != block.declared:
         raise QueryFileError(
-            f"{where}: query {name} declares {sorted(declared)} but uses {sorted(used)}; "
+            f"{block.where}: {what} {block.name} declares {sorted(block.declared)} but uses {sorted(used)}; "
             "make the '// params:' line match the $params in the statement"
         )
-    return Query(name, body, frozenset(declared), " ".join(doc), where)
+
+
+def _resolve(block: _Block, fragments: Mapping[str, _Block]) -> Query:
+    text: list[str] = []
+    used: set[str] = set()
+    for line in block.lines:
+        include = _INCLUDE.match(line.strip())
+        if include is None:
+            text.append(line)
+            used.update(_used([line]))
+            continue
+        fragment = fragments.get(include["name"])
+        if fragment is None:
+            raise QueryFileError(f"{block.where}: query {block.name} includes unknown fragment {include['name']!r}")
+        indent = line[: len(line) - len(line.lstrip())]
+        text.extend(indent + ln for ln in "\n".join(fragment.lines).strip().rstrip(";").splitlines())
+        used |= fragment.declared
+    _check_params(block, used, "query")
+    body = "\n".join(text).strip().rstrip(";").strip()
+    return Query(block.name, body, block.declared, block.doc, block.where)
 
 
 def load_dir(root: Path) -> dict[str, Query]:
     """Load every ``*.cypher`` file below ``root``; names must be unique."""
-    found: dict[str, Query] = {}
+    blocks: list[_Block] = []
     for path in sorted(root.rglob("*.cypher")):
         rel = path.relative_to(root.parent)
-        for query in parse_queries(path.read_text(encoding="utf-8"), str(rel)):
-            if query.name in found:
-                raise QueryFileError(
-                    f"{query.source}: query name {query.name} is already used at {found[query.name].source}"
-                )
-            found[query.name] = query
+        blocks.extend(_parse_blocks(path.read_text(encoding="utf-8"), str(rel)))
+    fragments = _fragments(blocks)
+    found: dict[str, Query] = {}
+    for block in blocks:
+        if block.kind != "name":
+            continue
+        query = _resolve(block, fragments)
+        if query.name in found:
+            raise QueryFileError(
+                f"{query.source}: query name {query.name} is already used at {found[query.name].source}"
+            )
+        found[query.name] = query
     return found
 
 

@@ -42,6 +42,17 @@ from typing import Any, Final, Literal
 
 from langchain_core.messages import ToolMessage
 
+from symfonic_graph._messages import (
+    GATE_MARKER_KEY,
+    GATE_MARKER_VALUE,
+    MISSING_PREFIX,
+    UNAVAILABLE_PREFIX,
+    ToolCallRef,
+    called_tools,
+    messages_of,
+    terminal_tool_calls,
+)
+from symfonic_graph.errors import ScopeError
 from symfonic_graph.preconditions import (
     DroppedSkill,
     StateFilterResult,
@@ -75,133 +86,10 @@ log = logging.getLogger(__name__)
 
 ENFORCE_FLAG: Final = "_procedural_enforce_preconditions"
 """State key that turns enforcement on for :func:`precondition_condition`."""
-GATE_MARKER_KEY: Final = "symfonic_graph_gate"
-"""``response_metadata`` key marking a result the gate injected."""
-GATE_MARKER_VALUE: Final = "precondition"
-
-_MISSING_PREFIX: Final = "Missing precondition: "
-_UNAVAILABLE_PREFIX: Final = "Precondition check unavailable: "
 
 Verdict = Literal["allowed", "blocked", "store_unavailable"]
 SkillLookup = Callable[[Any], Awaitable[Iterable[Any] | None]]
 """``async (state) -> skills``: the active skills for this turn."""
-
-
-# --- messages (LangChain objects or dicts) ------------------------------------
-
-
-def _unwrap(message: object) -> object:
-    if isinstance(message, Mapping) and "content" not in message and isinstance(message.get("data"), Mapping):
-        return message["data"]  # message_to_dict() form: {"type": ..., "data": {...}}
-    return message
-
-
-def _field(message: object, key: str) -> Any:
-    message = _unwrap(message)
-    if isinstance(message, Mapping):
-        return message.get(key)
-    return getattr(message, key, None)
-
-
-def _kind(message: object) -> str | None:
-    kind = _field(message, "type") or _field(message, "role")
-    if kind in ("ai", "assistant", "AIMessageChunk"):
-        return "ai"
-    if kind == "tool":
-        return "tool"
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRef:
-    """One tool call requested by an AI message.
-
-    Example:
-        >>> ToolCallRef(id="call_1", name="deploy")
-        ToolCallRef(id='call_1', name='deploy')
-    """
-
-    id: str | None
-    name: str
-
-
-def _call_ref(call: object) -> ToolCallRef | None:
-    if not isinstance(call, Mapping):
-        return None
-    name = call.get("name")
-    function = call.get("function")
-    if not isinstance(name, str) and isinstance(function, Mapping):
-        name = function.get("name")  # OpenAI wire format
-    call_id = call.get("id")
-    if not isinstance(name, str):
-        return None
-    return ToolCallRef(call_id if isinstance(call_id, str) else None, name)
-
-
-def _tool_calls(message: object) -> list[ToolCallRef]:
-    if _kind(message) != "ai":
-        return []
-    raw = _field(message, "tool_calls")
-    if not isinstance(raw, Sequence) or isinstance(raw, str):
-        return []
-    return [ref for ref in map(_call_ref, raw) if ref is not None]
-
-
-def terminal_tool_calls(messages: Sequence[Any] | None) -> list[ToolCallRef]:
-    """The tool calls of the terminal message if it is an AI message, else ``[]``.
-
-    Example:
-        >>> terminal_tool_calls([{"role": "assistant", "content": "",
-        ...     "tool_calls": [{"id": "c1", "name": "deploy", "args": {}}]}])
-        [ToolCallRef(id='c1', name='deploy')]
-    """
-    if not messages:
-        return []
-    return _tool_calls(messages[-1])
-
-
-def _is_injected(message: object) -> bool:
-    for key in ("response_metadata", "additional_kwargs"):
-        meta = _field(message, key)
-        if isinstance(meta, Mapping) and meta.get(GATE_MARKER_KEY) == GATE_MARKER_VALUE:
-            return True
-    content = _field(message, "content")
-    return (
-        _field(message, "status") == "error"
-        and isinstance(content, str)
-        and content.startswith((_MISSING_PREFIX, _UNAVAILABLE_PREFIX))
-    )
-
-
-def called_tools(messages: Iterable[Any]) -> frozenset[str]:
-    """Names of the tools whose results appear in ``messages`` (gate results excluded).
-
-    Example:
-        >>> called_tools([
-        ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "auth"}]},
-        ...     {"role": "tool", "content": "ok", "tool_call_id": "c1"},
-        ... ])
-        frozenset({'auth'})
-    """
-    messages = list(messages)
-    names_by_id = {ref.id: ref.name for message in messages for ref in _tool_calls(message) if ref.id is not None}
-    called: set[str] = set()
-    for message in messages:
-        if _kind(message) != "tool" or _is_injected(message):
-            continue
-        name = _field(message, "name")
-        if not (isinstance(name, str) and name):
-            name = names_by_id.get(_field(message, "tool_call_id"))
-        if name:
-            called.add(name)
-    return frozenset(called)
-
-
-def _messages_of(state: object) -> Sequence[Any]:
-    messages = state.get("messages") if isinstance(state, Mapping) else getattr(state, "messages", None)
-    if isinstance(messages, Sequence) and not isinstance(messages, str):
-        return messages
-    return []
 
 
 # --- decisions ------------------------------------------------------------------
@@ -237,7 +125,7 @@ def missing_precondition_content(action_tool: str, missing: Sequence[str], label
     tools = ", ".join(missing)
     skill = f" (skill: {label})" if label else ""
     return (
-        f"{_MISSING_PREFIX}call {tools} before {action_tool}{skill}. "
+        f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. "
         f"`{action_tool}` was not executed. Call {tools} first and wait for the "
         f"result (calls made in the same batch as `{action_tool}` do not count), "
         f"then retry `{action_tool}`."
@@ -252,7 +140,7 @@ def unavailable_content(action_tool: str) -> str:
         True
     """
     return (
-        f"{_UNAVAILABLE_PREFIX}the precondition store could not be read, so "
+        f"{UNAVAILABLE_PREFIX}the precondition store could not be read, so "
         f"`{action_tool}` was not executed. Retry `{action_tool}` later."
     )
 
@@ -402,9 +290,13 @@ def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
 async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool = False) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 
-    Never raises (except cancellation). When the lookup or evaluation fails it
-    logs a WARNING and returns ``()`` (pass through), or, with ``strict=True``,
-    a ``"store_unavailable"`` decision for every call.
+    A configuration error is loud: a missing or malformed scope raises
+    ``ScopeError`` out of the gate on the first turn. Any other failure of the
+    lookup (a store outage) logs a WARNING and returns ``()`` (pass through),
+    or, with ``strict=True``, a ``"store_unavailable"`` decision for every call.
+
+    Raises:
+        ScopeError: the lookup found no usable scope for the turn.
 
     Example:
         >>> import asyncio
@@ -413,7 +305,7 @@ async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool =
         ()
     """
     try:
-        messages = _messages_of(state)
+        messages = messages_of(state)
         calls = terminal_tool_calls(messages)
     except Exception:
         log.warning("precondition gate could not read the messages; passing through", exc_info=True)
@@ -423,6 +315,8 @@ async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool =
     try:
         skills = await _lookup(get_active_skills, state)
         return gate_decisions(messages, skills, state)
+    except ScopeError:
+        raise  # a programming error, never an outage: fail loud
     except Exception as exc:
         if strict:
             log.warning("precondition lookup failed (%r); strict mode blocks %d call(s)", exc, len(calls))
@@ -469,6 +363,6 @@ def precondition_condition(state: Any) -> bool:
     """
     try:
         flag = state.get(ENFORCE_FLAG) if isinstance(state, Mapping) else getattr(state, ENFORCE_FLAG, None)
-        return bool(flag) and bool(terminal_tool_calls(_messages_of(state)))
+        return bool(flag) and bool(terminal_tool_calls(messages_of(state)))
     except Exception:
         return False

@@ -36,7 +36,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage, convert_to_messages
+from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -44,14 +44,19 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Checkpointer, Command
 
+from symfonic_graph._messages import messages_of, terminal_ai_message
+from symfonic_graph.errors import ScopeError
 from symfonic_graph.gate import SkillLookup, run_gate
 from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.turn import TurnMemory
 
 __all__ = ["GuardedNode", "build_agent_graph", "create_guarded_tool_node"]
 
 log = logging.getLogger(__name__)
 
 ToolsArg = ToolNode | Sequence[BaseTool | Callable[..., Any]]
+Memory = TurnMemory | SkillLookup
+"""A ``TurnMemory`` (recommended: one read per turn), or any ``async (state) -> skills``."""
 
 
 class GuardedNode(Protocol):
@@ -62,23 +67,6 @@ class GuardedNode(Protocol):
 
 def _as_tool_node(tools: ToolsArg) -> ToolNode:
     return tools if isinstance(tools, ToolNode) else ToolNode(list(tools))
-
-
-def _messages(state: Any, key: str) -> list[Any]:
-    raw = state.get(key) if isinstance(state, Mapping) else getattr(state, key, None)
-    return list(raw) if isinstance(raw, Sequence) and not isinstance(raw, str) else []
-
-
-def _terminal_ai(messages: list[Any]) -> AIMessage | None:
-    if not messages:
-        return None
-    last = messages[-1]
-    if not isinstance(last, BaseMessage):
-        try:
-            last = convert_to_messages([last])[0]
-        except Exception:  # not a message we can execute
-            return None
-    return last if isinstance(last, AIMessage) and last.tool_calls else None
 
 
 def _with_messages(state: Any, key: str, messages: list[Any]) -> Any:
@@ -118,9 +106,13 @@ def _in_call_order(
     return ordered
 
 
+def _lookup_of(memory: Memory) -> SkillLookup:
+    return memory.get_active_skills if isinstance(memory, TurnMemory) else memory
+
+
 def create_guarded_tool_node(
     tools: ToolsArg,
-    get_active_skills: SkillLookup,
+    memory: Memory,
     *,
     strict: bool = False,
     messages_key: str = "messages",
@@ -129,9 +121,14 @@ def create_guarded_tool_node(
 
     Args:
         tools: the tools (or a configured ``ToolNode``) executing allowed calls.
-        get_active_skills: ``async (state) -> skills`` for this turn.
-        strict: block every call when the skill lookup fails.
+        memory: a ``TurnMemory`` (it finds the scope in the runtime context,
+            ``config["configurable"]`` or ``state["memory_scope"]``), or any
+            ``async (state) -> skills``.
+        strict: block every call when the skill lookup fails (a store outage).
         messages_key: the state key holding the messages.
+
+    Raises:
+        ScopeError: from the node, when the turn has no usable scope.
 
     Returns:
         An async node ``(state, config) -> update`` answering each call of the
@@ -142,10 +139,11 @@ def create_guarded_tool_node(
         >>> builder.add_node("tools", node)  # doctest: +SKIP
     """
     tool_node = _as_tool_node(tools)
+    get_active_skills = _lookup_of(memory)
 
     async def guarded_tools(state: Any, config: RunnableConfig) -> Any:
-        messages = _messages(state, messages_key)
-        ai = _terminal_ai(messages)
+        messages = list(messages_of(state, messages_key))
+        ai = terminal_ai_message(messages)
         if ai is None:
             return {}
         decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]), get_active_skills, strict=strict)
@@ -167,16 +165,21 @@ def _gate_state(state: Any, history: list[Any]) -> Any:
     """The state the gate sees: the caller's state with normalized messages."""
     if isinstance(state, Mapping):
         return {**state, "messages": history}
-    if _messages(state, "messages") == history:
+    if list(messages_of(state)) == history:
         return state  # an object state whose messages are already normalized
     fields = dict(vars(state)) if hasattr(state, "__dict__") else {}
     return {**fields, "messages": history}
 
 
-async def _preflight_messages(get_active_skills: SkillLookup, state: Any) -> list[BaseMessage]:
+async def _preflight_messages(memory: Memory, state: Any) -> list[BaseMessage]:
+    """The pre-flight block as a system message; one ``begin()`` per model call with a TurnMemory."""
     try:
-        skills = await get_active_skills(state)
-        block = build_preflight_contribution(list(skills or ()), state)
+        if isinstance(memory, TurnMemory):
+            block = (await memory.begin(memory.scope_from(state))).preflight(state)
+        else:
+            block = build_preflight_contribution(list(await memory(state) or ()), state)
+    except ScopeError:
+        raise  # a programming error: fail loud
     except Exception as exc:
         log.warning("pre-flight block skipped: skill lookup failed (%r)", exc)
         return []
@@ -186,37 +189,47 @@ async def _preflight_messages(get_active_skills: SkillLookup, state: Any) -> lis
 def build_agent_graph(
     model: BaseChatModel,
     tools: ToolsArg,
-    get_active_skills: SkillLookup,
+    memory: Memory,
     *,
     strict: bool = False,
     preflight: bool = True,
     checkpointer: Checkpointer = None,
+    context_schema: type[Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A compiled agent loop: ``agent -> guarded tools -> agent``, END without tool calls.
 
     Args:
         model: a chat model supporting ``bind_tools``.
         tools: the tools, or a configured ``ToolNode``.
-        get_active_skills: ``async (state) -> skills`` for this turn.
-        strict: block every call when the skill lookup fails.
+        memory: a ``TurnMemory`` (recommended: one ``begin()`` per model call
+            serves the pre-flight block and the gate), or ``async (state) -> skills``.
+        strict: block every call when the skill lookup fails (a store outage).
         preflight: prepend the pre-flight block as a system message each turn
             (not stored in the state).
         checkpointer: optional LangGraph checkpointer.
+        context_schema: the runtime context type, if you declare one.
+
+    The scope of a turn comes from the runtime context (or
+    ``config["configurable"]``), so a plain ``MessagesState`` agent enforces;
+    a turn without a usable scope raises ``ScopeError``.
 
     Example:
-        >>> graph = build_agent_graph(model, [get_status, post_message], skills)  # doctest: +SKIP
+        >>> graph = build_agent_graph(model, [get_status, post_message], TurnMemory(store))  # doctest: +SKIP
+        >>> await graph.ainvoke({"messages": [("user", "go")]}, context=MemoryScope("acme"))  # doctest: +SKIP
     """
     tool_node = _as_tool_node(tools)
     bound = model.bind_tools(list(tool_node.tools_by_name.values()))
 
     async def agent(state: MessagesState) -> dict[str, Any]:
-        prefix = await _preflight_messages(get_active_skills, state) if preflight else []
+        prefix = await _preflight_messages(memory, state) if preflight else []
         response = await bound.ainvoke([*prefix, *state["messages"]])
         return {"messages": [response]}
 
-    builder: StateGraph[MessagesState, Any, MessagesState, MessagesState] = StateGraph(MessagesState)
+    builder: StateGraph[MessagesState, Any, MessagesState, MessagesState] = StateGraph(
+        MessagesState, context_schema=context_schema
+    )
     builder.add_node("agent", agent)
-    builder.add_node("tools", create_guarded_tool_node(tool_node, get_active_skills, strict=strict))
+    builder.add_node("tools", create_guarded_tool_node(tool_node, memory, strict=strict))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
+from pydantic import ValidationError as PydanticValidationError
 
 log = logging.getLogger("symfonic_graph.models")
 
@@ -41,8 +43,8 @@ def _as_datetime(value: object) -> datetime | None:
     if isinstance(value, datetime):
         return value
     if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value)
+        try:  # Neo4j writes a zone id after the offset: 2026-01-01T00:00:00+01:00[Europe/Paris]
+            return datetime.fromisoformat(value.split("[", 1)[0])
         except ValueError:
             return None
     return None
@@ -116,96 +118,214 @@ class Fact(BaseModel):
     created_at: datetime | None
 
 
-def _str_or_none(props: Mapping[str, Any], key: str) -> tuple[bool, str | None]:
-    value = props.get(key)
-    return (value is None or isinstance(value, str)), value
+# --- the one skill read model ---------------------------------------------------
+#
+# Every path that reads skills (TurnMemory, query_skills, skill lookups, the CLI,
+# doctor) projects them with the `skill_row` Cypher fragment and builds them
+# here. Absent and null properties both take the documented default.
 
 
-def _precondition_item(node_id: str, entry: Mapping[str, Any]) -> PreconditionItem | None:
-    kind = entry.get("kind")
-    if kind == "tool":
-        tool = entry.get("tool")
-        if isinstance(tool, str) and tool.strip():
-            return tool
-        _log_once(node_id, "tool precondition without a string `tool`")
-        return None
-    if kind == "text":
-        text = entry.get("text")
-        if isinstance(text, str):
-            return text
-        _log_once(node_id, "text precondition without a string `text`")
-        return None
-    if kind == "state":
-        # Kept even when malformed: predicate evaluation fails closed on it.
-        pred: dict[str, Any] = {"path": entry.get("path"), "op": entry.get("op")}
-        if "value" in entry and entry["value"] is not None:
-            pred["value"] = entry["value"]
-        if not isinstance(pred["path"], str) or pred["op"] not in STATE_OPS:
-            _log_once(node_id, f"state precondition with path={pred['path']!r} op={pred['op']!r} never holds")
-        return {"state": pred}
-    _log_once(node_id, f"precondition of unknown kind {kind!r}")
+class _Record(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_defaults(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+class _ToolRecord(_Record):
+    kind: Literal["tool"]
+    position: int
+    tool: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
+
+
+class _TextRecord(_Record):
+    kind: Literal["text"]
+    position: int
+    text: str
+
+
+class _StateRecord(_Record):
+    """Kept whatever its path, op and value: a malformed predicate fails closed."""
+
+    kind: Literal["state"]
+    position: int
+    path: Any = None
+    op: Any = None
+    value: Any = None
+
+
+_PRECONDITION = TypeAdapter(
+    Annotated[_ToolRecord | _TextRecord | _StateRecord, Field(discriminator="kind")]
+)
+
+
+class _SkillRecord(_Record):
+    id: str
+    tenant_id: str
+    namespace: str | None = None
+    label: str = ""
+    identifier: str | None = None
+    steps: list[str] = []
+    action_tool: str | None = None
+    context: str = ""
+    status: Literal["approved", "draft", "rejected"]
+    active: bool = True
+    source: str | None = None
+    created_at: str | None = None
+    rev: str | None = None
+
+
+def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
+    """A pydantic error location as our field path: ``("steps", 0)`` -> ``steps[0]``.
+
+    Example:
+        >>> field_path(("state", "op"), "precondition[0].")
+        'precondition[0].state.op'
+    """
+    path = prefix.rstrip(".")
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _problems(exc: PydanticValidationError, prefix: str = "", *, tagged: bool = False) -> list[str]:
+    out = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = tuple(error["loc"])[1:] if tagged and error["type"] != "union_tag_invalid" else tuple(error["loc"])
+        out.append(f"{field_path(loc, prefix) or prefix.rstrip('.') or 'skill'}: {error['msg']}")
+    return out
+
+
+@dataclass(frozen=True)
+class SkillReading:
+    """One projected skill row, read: the skill (None if skipped), what was wrong, and whether it was torn.
+
+    Attributes:
+        skill: the skill a turn receives, or None when the node is skipped.
+        problems: ``"field.path: message"`` for every property the model refused.
+        torn: True when a concurrent re-seed was caught half applied (read again).
+    """
+
+    node_id: str
+    skill: Skill | None
+    problems: tuple[str, ...] = ()
+    torn: bool = False
+
+
+def _state_problem(item: _StateRecord) -> str | None:
+    if not isinstance(item.path, str) or not item.path:
+        return f"path: {item.path!r} is not a non-empty string"
+    if item.op not in STATE_OPS:
+        return f"op: unknown op {item.op!r}"
+    if item.op != "exists" and item.value is None:
+        return f"value: op {item.op!r} needs a value"
+    if item.op == "in" and not isinstance(item.value, list):
+        return "value: op 'in' needs a list value"
     return None
 
 
-def _preconditions(node_id: str, entries: Sequence[Mapping[str, Any]]) -> tuple[PreconditionItem, ...] | None:
+def _is_torn(rev: str | None, preconditions: Sequence[Mapping[str, Any]]) -> bool:
+    """True when the preconditions read are not exactly those written with the skill's revision."""
+    if rev is None:
+        return False  # seeded by hand: no revision to check against
+    _, _, count = rev.rpartition("/")
+    stamped = [p for p in preconditions if p.get("rev") is not None]
+    return any(p.get("rev") != rev for p in stamped) or str(len(stamped)) != count
+
+
+def read_skill(row: Mapping[str, Any]) -> SkillReading:
+    """Read one ``skill_row`` projection with the one validated model.
+
+    Example:
+        >>> row = {"skill": {"id": "s1", "tenant_id": "acme", "status": "approved",
+        ...                  "action_tool": "deploy", "context": None},
+        ...        "preconditions": [{"kind": "tool", "tool": "auth", "position": 0}]}
+        >>> read_skill(row).skill.metadata["precondition"]
+        ['auth']
+    """
+    props = row.get("skill")
+    props = props if isinstance(props, Mapping) else {}
+    raw_id = props.get("id")
+    node_id = raw_id if isinstance(raw_id, str) else repr(raw_id)
+    raw_preconditions = row.get("preconditions") or []
+    try:
+        record = _SkillRecord.model_validate(props)
+    except PydanticValidationError as exc:
+        return SkillReading(node_id, None, tuple(_problems(exc)))
+    problems: list[str] = []
     items: list[PreconditionItem] = []
-    for entry in entries:
-        if not isinstance(entry.get("position"), int) or isinstance(entry.get("position"), bool):
-            _log_once(node_id, "REQUIRES relationship without an integer `position`")
+    for index, entry in enumerate(raw_preconditions):
+        prefix = f"precondition[{index}]."
+        try:
+            item = _PRECONDITION.validate_python(entry)
+        except PydanticValidationError as exc:
+            problems.extend(_problems(exc, prefix, tagged=True))
             continue
-        item = _precondition_item(node_id, entry)
-        if item is not None:
-            items.append(item)
-    return tuple(items) if items else None
+        if isinstance(item, _ToolRecord):
+            items.append(item.tool)
+        elif isinstance(item, _TextRecord):
+            items.append(item.text)
+        else:
+            pred: dict[str, Any] = {"path": item.path, "op": item.op}
+            if item.value is not None:
+                pred["value"] = item.value
+            problem = _state_problem(item)
+            if problem is not None:
+                problems.append(f"{prefix}{problem}: this predicate never holds (fails closed)")
+            items.append({"state": pred})
+    if row.get("foreign"):
+        problems.append(f"precondition: {row['foreign']} node(s) without this skill's tenant_id were ignored")
+    skill = Skill(
+        id=record.id,
+        tenant_id=record.tenant_id,
+        namespace=record.namespace,
+        label=record.label,
+        identifier=record.identifier,
+        steps=tuple(record.steps),
+        action_tool=record.action_tool,
+        context=record.context,
+        status=record.status,
+        active=record.active,
+        source=record.source,
+        created_at=_as_datetime(record.created_at),
+        precondition=tuple(items) if items else None,
+        retracted=row.get("retracted") is True,
+        staged=row.get("staged") is True,
+    )
+    return SkillReading(record.id, skill, tuple(problems), _is_torn(record.rev, raw_preconditions))
 
 
 def skill_from_row(row: Mapping[str, Any]) -> Skill | None:
-    """Build a Skill from a ``skills_visible``-shaped row, or None if malformed."""
-    props: Mapping[str, Any] = row["skill"]
-    node_id = props.get("id")
-    if not isinstance(node_id, str):
-        _log_once(repr(node_id), "skill without a string `id`")
-        return None
-    problems = []
-    for key in ("namespace", "identifier", "action_tool", "source"):
-        ok, _ = _str_or_none(props, key)
-        if not ok:
-            problems.append(f"`{key}` is not a string")
-    label = props.get("label")
-    if not isinstance(label, str):
-        problems.append("`label` is not a string")
-    steps = props.get("steps", [])
-    if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
-        problems.append("`steps` is not a list of strings")
-    context = props.get("context", "")
-    if not isinstance(context, str):
-        problems.append("`context` is not a string")
-    active = props.get("active", True)
-    if not isinstance(active, bool):
-        problems.append("`active` is not a boolean")
-    if problems:
-        _log_once(node_id, "; ".join(problems))
-        return None
-    if row.get("foreign"):
-        _log_once(node_id, f"{row['foreign']} precondition(s) without this skill's tenant_id were ignored")
-    labels = row.get("labels") or ()
-    return Skill(
-        id=node_id,
-        tenant_id=props["tenant_id"],
-        namespace=props.get("namespace"),
-        label=str(label),
-        identifier=props.get("identifier"),
-        steps=tuple(steps),
-        action_tool=props.get("action_tool"),
-        context=str(context),
-        status=props.get("status", ""),
-        active=bool(active),
-        source=props.get("source"),
-        created_at=_as_datetime(props.get("created_at")),
-        precondition=_preconditions(node_id, row.get("preconditions") or ()),
-        retracted="SymfonicRetracted" in labels,
-        staged="SymfonicUnpublished" in labels,
-    )
+    """The skill of one ``skill_row`` projection, or None if skipped; problems are logged once per node."""
+    skills, _ = read_skills([row])
+    return skills[0] if skills else None
+
+
+def read_skills(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Skill], bool]:
+    """The skills of ``skill_row`` projections (skipped ones left out, problems logged once per node),
+    and whether any was torn by a concurrent re-seed (the caller reads again)."""
+    skills: list[Skill] = []
+    torn = False
+    for row in rows:
+        reading = read_skill(row)
+        for problem in reading.problems:
+            _log_once(reading.node_id, problem)
+        torn = torn or reading.torn
+        if reading.skill is not None:
+            skills.append(reading.skill)
+    return skills, torn
+
+
+def _str_or_none(props: Mapping[str, Any], key: str) -> tuple[bool, str | None]:
+    value = props.get(key)
+    return (value is None or isinstance(value, str)), value
 
 
 def trigger_from_row(props: Mapping[str, Any]) -> Trigger | None:

@@ -196,18 +196,23 @@ def required_tools(skill: object, action_tool: str) -> list[str]:
 
 
 def state_predicates(skill: object) -> list[Any]:
-    """The inner values of a skill's ``{"state": ...}`` items, in entry order.
+    """The inner mappings of a skill's ``{"state": {...}}`` items, in entry order.
 
-    They are normally dicts; malformed ones are kept as they are so that they
-    fail closed in :func:`evaluate_predicate`.
+    A mapping with a bad path, op or value is kept so that it fails closed in
+    :func:`evaluate_predicate`. An item ``{"state": X}`` whose ``X`` is not a
+    mapping is not a predicate: it contributes nothing (SPEC §4).
 
     Example:
         >>> from types import SimpleNamespace
         >>> state_predicates(SimpleNamespace(metadata={"precondition": [
-        ...     "auth", {"state": {"path": "env", "op": "exists"}}]}))
+        ...     "auth", {"state": {"path": "env", "op": "exists"}}, {"state": "env"}]}))
         [{'path': 'env', 'op': 'exists'}]
     """
-    return [item["state"] for item in _precondition_items(skill) if isinstance(item, Mapping) and "state" in item]
+    return [
+        item["state"]
+        for item in _precondition_items(skill)
+        if isinstance(item, Mapping) and isinstance(item.get("state"), Mapping)
+    ]
 
 
 # --- predicates ---------------------------------------------------------------

@@ -23,16 +23,18 @@ from typing import Any
 
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
-from symfonic_graph.models import Skill, skill_from_row, trigger_from_row
+from symfonic_graph.models import Skill, read_skills, trigger_from_row
 from symfonic_graph.preflight import build_preflight_contribution
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.skill_source import ScopeFrom, scope_from_state
 from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.triggers import PendingTrigger
+from symfonic_graph.turn_scope import ScopeFrom, scope_from_turn, scope_of
 
 log = logging.getLogger("symfonic_graph.turn")
 
-_STALE = -1  # a catalog version no tenant has: forces the skills to be read
+DEFAULT_MAX_AGE = 10.0
+"""Seconds a cached catalog or snapshot may be reused (see ``TurnMemory``)."""
+_TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class TurnSnapshot:
     """
 
     scope: MemoryScope
-    version: int
+    version: int | None
     skills: tuple[Skill, ...]
     triggers: tuple[PendingTrigger, ...]
     taken_at: float
@@ -65,7 +67,7 @@ class TurnSnapshot:
 
 @dataclass
 class _Catalog:
-    version: int
+    version: int | None
     fetched_at: float
     skills: tuple[Skill, ...]
 
@@ -73,19 +75,25 @@ class _Catalog:
 class TurnMemory:
     """One read per turn, with the tenant's skills cached by catalog version.
 
+    The one lookup behind the gate, the pre-flight block and the LangGraph
+    wiring. Staleness has one bound, ``max_age``: with ``begin()`` once per
+    turn a library write (which bumps the catalog version) is enforced from the
+    next turn on; in every other case (a gate-only wiring, a plain-Cypher
+    seeder that does not bump the version) within ``max_age`` seconds.
+
     Args:
         store: the graph store.
-        max_age: seconds after which skills are reread even if the catalog
-            version did not move (bounds staleness for plain-Cypher seeders
-            that do not bump ``SymfonicCatalog.version``).
-        snapshot_ttl: how long the gate may reuse a scope's latest snapshot;
-            older ones are replaced by a fresh read.
-        scope_from: how the gate finds the scope in the graph state.
+        max_age: seconds a cached catalog, or the snapshot the gate reuses, may
+            be old (default 10). ``0`` reads on every call.
+        scope_from: how the lookups find a turn's scope (default
+            :func:`~symfonic_graph.turn_scope.scope_from_turn`: the runtime
+            context, then ``config["configurable"]``, then ``state["memory_scope"]``).
         include_negative: add the ``DO NOT`` sibling lines to the block.
         max_scopes: how many scopes' caches to keep (least recently used go).
 
     Example:
         >>> memory = TurnMemory(store)
+        >>> snapshot = await memory.begin(MemoryScope("acme", "user-7"))
         >>> gate = create_precondition_gate_node(memory.get_active_skills)
     """
 
@@ -93,42 +101,64 @@ class TurnMemory:
         self,
         store: GraphMemoryStore,
         *,
-        max_age: float = 30.0,
-        snapshot_ttl: float = 120.0,
+        max_age: float = DEFAULT_MAX_AGE,
         scope_from: ScopeFrom | None = None,
         include_negative: bool = False,
         max_scopes: int = 10_000,
     ) -> None:
+        if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not 0 <= max_age < float("inf"):
+            raise ValueError(f"max_age must be a finite number of seconds >= 0, got {max_age!r}")
         self.store = store
-        self.max_age = max_age
-        self.snapshot_ttl = snapshot_ttl
-        self.scope_from = scope_from or scope_from_state()
+        self.max_age = float(max_age)
+        self.scope_from = scope_from or scope_from_turn()
         self.include_negative = include_negative
         self.max_scopes = max_scopes
         self._catalogs: OrderedDict[MemoryScope, _Catalog] = OrderedDict()
         self._snapshots: OrderedDict[MemoryScope, TurnSnapshot] = OrderedDict()
 
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
-        """Read this turn's memory in one query and remember it for the gate."""
+        """Read this turn's memory in one query and remember it for the gate.
+
+        Raises:
+            ScopeError: ``scope`` is not a usable scope.
+            StoreUnavailableError: Neo4j did not answer.
+        """
+        scope = scope_of(scope, where="begin(scope)")
         now = time.monotonic()
         cached = self._catalogs.get(scope)
-        known = cached.version if cached and now - cached.fetched_at < self.max_age else _STALE
-        [row] = await self.store.read("turn_snapshot", **scope.params(), known_version=known)
-        version = int(row["version"])
-        if row["skills_fresh"] or cached is None:
-            skills = tuple(keep_owned(scope, (s for s in map(skill_from_row, row["skills"]) if s), "skill"))
-            cached = _Catalog(version, now, skills)
-            _remember(self._catalogs, scope, cached, self.max_scopes)
-        snapshot = TurnSnapshot(scope, version, cached.skills, _triggers(scope, row["triggers"]), now,
+        fresh = cached is not None and now - cached.fetched_at < self.max_age
+        known = cached.version if cached is not None and fresh else None
+        for _ in range(_TORN_READS):
+            [row] = await self.store.read(
+                "turn_snapshot", **scope.params(), known_version=known,
+                write_id=None, include_drafts=False, include_retracted=False,
+            )
+            if not row["skills_fresh"] and cached is not None:
+                break
+            skills, torn = read_skills(row["skills"])
+            cached = _Catalog(row["version"], now, tuple(keep_owned(scope, skills, "skill")))
+            if not torn:
+                break
+            known = None  # caught a re-seed half applied: read again
+        else:
+            log.error("skills of %s still look torn after %d reads; using the last read "
+                      "(run `symfonic-graph doctor`)", scope, _TORN_READS)
+        assert cached is not None
+        _remember(self._catalogs, scope, cached, self.max_scopes)
+        snapshot = TurnSnapshot(scope, row["version"], cached.skills, _triggers(scope, row["triggers"]), now,
                                 self.include_negative)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
 
-    async def get_active_skills(self, state: Mapping[str, Any]) -> Sequence[Skill]:
-        """The gate's lookup: the skills of this turn's snapshot (read if missing or old)."""
+    async def get_active_skills(self, state: Any) -> Sequence[Skill]:
+        """The gate's lookup: the skills of this scope's snapshot, read again when older than ``max_age``.
+
+        Raises:
+            ScopeError: the turn has no usable scope (see ``scope_from``).
+        """
         scope = self.scope_from(state)
         snapshot = self._snapshots.get(scope)
-        if snapshot is None or time.monotonic() - snapshot.taken_at >= self.snapshot_ttl:
+        if snapshot is None or time.monotonic() - snapshot.taken_at >= self.max_age:
             snapshot = await self.begin(scope)
         return snapshot.skills
 

@@ -19,45 +19,27 @@ RETURN 'Precondition' AS label, elementId(p) AS node,
        + coalesce(toString(s.tenant_id), 'null') AS problem
 LIMIT 1000;
 
-// name: doctor_bad_preconditions
-// params: tenant_id
-// Unknown kinds, unknown ops, missing fields, non-integer positions.
-MATCH (s:Skill)-[r:REQUIRES]->(p:Precondition)
-WHERE $tenant_id IS NULL OR s.tenant_id = $tenant_id
-WITH s, r, p,
-     CASE
-       WHEN NOT valueType(r.position) STARTS WITH 'INTEGER' THEN 'REQUIRES.position is not an integer'
-       WHEN p.kind IS NULL OR NOT p.kind IN ['tool', 'state', 'text'] THEN 'unknown kind ' + coalesce(toString(p.kind), 'null')
-       WHEN p.kind = 'tool' AND NOT valueType(p.tool) STARTS WITH 'STRING' THEN 'tool precondition without a string tool'
-       WHEN p.kind = 'text' AND NOT valueType(p.text) STARTS WITH 'STRING' THEN 'text precondition without a string text'
-       WHEN p.kind = 'state' AND NOT valueType(p.path) STARTS WITH 'STRING' THEN 'state precondition without a string path'
-       WHEN p.kind = 'state' AND (p.op IS NULL OR NOT p.op IN ['eq', 'neq', 'in', 'exists'])
-         THEN 'unknown op ' + coalesce(toString(p.op), 'null') + ' (the skill is filtered out: fails closed)'
-       WHEN p.kind = 'state' AND p.op <> 'exists' AND p.value IS NULL THEN 'state op ' + p.op + ' without a value'
-       WHEN p.kind = 'state' AND p.op = 'in' AND NOT valueType(p.value) STARTS WITH 'LIST' THEN 'state op in needs a list value'
-     END AS problem
-WHERE problem IS NOT NULL
-RETURN 'Precondition' AS label, toString(s.id) + '#' + toString(r.position) AS node, problem
-LIMIT 1000;
-
-// name: doctor_bad_skills
-// params: tenant_id
-// Skills with wrong property types or values: skipped on read.
+// name: doctor_skills
+// params: tenant_id, after, limit
+// Every skill (of one tenant, or all), through the one projection a turn
+// reads, in pages of $limit after element id $after: doctor validates each
+// row with the same model as TurnMemory and reports what a turn would skip.
 MATCH (s:Skill)
-WHERE $tenant_id IS NULL OR s.tenant_id = $tenant_id
-WITH s,
-     CASE
-       WHEN NOT valueType(s.id) STARTS WITH 'STRING' THEN 'id is not a string'
-       WHEN NOT valueType(s.label) STARTS WITH 'STRING' THEN 'label is not a string'
-       WHEN s.steps IS NOT NULL AND NOT valueType(s.steps) STARTS WITH 'LIST<STRING' THEN 'steps is not a list of strings'
-       WHEN s.context IS NOT NULL AND NOT valueType(s.context) STARTS WITH 'STRING' THEN 'context is not a string'
-       WHEN s.action_tool IS NOT NULL AND NOT valueType(s.action_tool) STARTS WITH 'STRING' THEN 'action_tool is not a string'
-       WHEN s.active IS NOT NULL AND NOT valueType(s.active) STARTS WITH 'BOOLEAN' THEN 'active is not a boolean'
-       WHEN s.status IS NULL OR NOT s.status IN ['approved', 'draft', 'rejected']
-         THEN 'status ' + coalesce(toString(s.status), 'null') + ' is not approved|draft|rejected (hidden)'
-     END AS problem
-WHERE problem IS NOT NULL
-RETURN 'Skill' AS label, coalesce(toString(s.id), elementId(s)) AS node, problem
+WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id) AND elementId(s) > $after
+WITH s ORDER BY elementId(s) LIMIT $limit
+// include: skill_row
+RETURN elementId(s) AS element_id, skill_row;
+
+// name: doctor_catalogs
+// params: tenant_id
+// Catalog versions that are not non-negative integers: the tenant's skills are
+// then read on every turn (never cached) until a library write repairs them.
+MATCH (c:SymfonicCatalog)
+WHERE ($tenant_id IS NULL OR c.tenant_id = $tenant_id)
+  AND NOT coalesce(valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0, false)
+RETURN 'SymfonicCatalog' AS label, coalesce(toString(c.tenant_id), elementId(c)) AS node,
+       'version ' + coalesce(toString(c.version), 'null') + ' (' + valueType(c.version)
+       + ') is not a non-negative integer: skills are read on every turn until the next library write' AS problem
 LIMIT 1000;
 
 // name: doctor_bad_triggers

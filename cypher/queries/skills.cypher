@@ -2,6 +2,8 @@
 // params: rows
 // Write skills with their preconditions in one statement. A row whose key
 // already exists replaces that skill (same id), its old preconditions removed.
+// The skill and its new preconditions share `symfonic_rev` ("<uuid>/<count>")
+// so that a reader racing this write can tell a torn skill and read again.
 UNWIND $rows AS row
 MERGE (s:Skill {symfonic_key: row.key})
 ON CREATE SET s.id = row.id, s.created_at = datetime()
@@ -17,7 +19,8 @@ SET s.tenant_id = row.tenant_id,
     s.source = row.source,
     s.updated_at = datetime(),
     s.symfonic_write_id = row.write_id,
-    s.symfonic_base_key = row.base_key
+    s.symfonic_base_key = row.base_key,
+    s.symfonic_rev = row.rev
 REMOVE s:SymfonicRetracted, s:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET s:SymfonicUnpublished)
 WITH s, row
@@ -29,42 +32,28 @@ CALL (s, row) {
   UNWIND row.preconditions AS p
   CREATE (s)-[:REQUIRES {position: p.position}]->(n:Precondition)
   SET n.tenant_id = row.tenant_id, n.namespace = row.namespace, n.kind = p.kind,
-      n.tool = p.tool, n.path = p.path, n.op = p.op, n.value = p.value, n.text = p.text
+      n.tool = p.tool, n.path = p.path, n.op = p.op, n.value = p.value, n.text = p.text,
+      n.symfonic_rev = row.rev
 }
 RETURN s.id AS id;
 
 // name: skills_visible
-// params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, action_tool, limit
+// params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, limit
 // Skills the scope sees, with their preconditions in position order, in a
-// stable order (created_at, id). Visibility, markers and drafts are enforced here.
-// A staged node is visible once its write is listed on the tenant's catalog
-// node (read once, first, so a published batch appears all at once).
+// stable order (created_at, id): the one visibility rule and projection
+// (skill_projection.cypher). A staged node is visible once its write is
+// listed on the tenant's catalog node (read once, first, so a published batch
+// appears all at once).
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill)
-WHERE s.tenant_id = $tenant_id
-  AND (s.namespace IS NULL OR s.namespace = $namespace)
-  AND NOT coalesce(s.symfonic_replaced_by IN published, false)
-  AND ($include_retracted OR NOT s:SymfonicRetracted)
-  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
-       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
-  AND (s.status = 'approved' OR ($include_drafts AND s.status = 'draft'))
-  AND coalesce(s.active, true) = true
-  AND ($action_tool IS NULL OR s.action_tool = $action_tool
-       OR (s.action_tool IS NULL
-           AND toStringOrNull(CASE WHEN valueType(s.steps) STARTS WITH 'LIST' THEN s.steps[0] END)
-               STARTS WITH $action_tool))
+WHERE
+  // include: skill_visible
   AND ($query = '' OR toLower(toStringOrNull(s.label)) CONTAINS toLower($query)
        OR toLower(toStringOrNull(s.context)) CONTAINS toLower($query))
 WITH s ORDER BY s.created_at, s.id LIMIT $limit
-CALL (s) {
-  OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
-  WHERE p.tenant_id = s.tenant_id
-  WITH r, p ORDER BY r.position
-  RETURN collect(p {.*, position: r.position}) AS preconditions
-}
-RETURN s {.*} AS skill, labels(s) AS labels, preconditions,
-       COUNT { (s)-[:REQUIRES]->(x:Precondition) WHERE x.tenant_id IS NULL OR x.tenant_id <> s.tenant_id } AS foreign;
+// include: skill_row
+RETURN skill_row;
 
 // name: skill_by_id
 // params: tenant_id, namespace, write_id, skill_id
@@ -77,14 +66,8 @@ WHERE s.tenant_id = $tenant_id
   AND NOT coalesce(s.symfonic_replaced_by IN published, false)
   AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
        OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
-CALL (s) {
-  OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
-  WHERE p.tenant_id = s.tenant_id
-  WITH r, p ORDER BY r.position
-  RETURN collect(p {.*, position: r.position}) AS preconditions
-}
-RETURN s {.*} AS skill, labels(s) AS labels, preconditions,
-       COUNT { (s)-[:REQUIRES]->(x:Precondition) WHERE x.tenant_id IS NULL OR x.tenant_id <> s.tenant_id } AS foreign;
+// include: skill_row
+RETURN skill_row;
 
 // name: skill_set_status
 // params: tenant_id, namespace, skill_id, status
@@ -122,10 +105,14 @@ RETURN s.id AS id;
 // Bump the tenant's catalog version after any write that changes its skills.
 MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
 ON CREATE SET c.version = 0
-SET c.version = c.version + 1
+// A version that is not a non-negative integer (hand-written) restarts from
+// the clock in milliseconds, far above any count a reader may have cached.
+SET c.version = CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0
+                     THEN c.version + 1 ELSE timestamp() END
 RETURN c.version AS version;
 
 // name: catalog_version
 // params: tenant_id
+// The version, or null when it is not a non-negative integer.
 MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-RETURN c.version AS version;
+RETURN CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0 THEN c.version END AS version;

@@ -1,38 +1,27 @@
 // name: turn_snapshot
-// params: tenant_id, namespace, known_version
+// params: tenant_id, namespace, known_version, write_id, include_drafts, include_retracted
 // Everything a turn reads before the model runs, in one round trip: the
-// tenant's catalog version, its visible approved skills (only when the version
-// differs from $known_version, i.e. the caller's cache is stale) and the
-// pending triggers of the scope. Visibility is the same as skills_visible and
-// triggers_pending (no write_id: turns never see staged writes).
+// tenant's catalog version, its visible approved skills (only when the
+// version differs from $known_version, or either is unusable) and the pending
+// triggers of the scope. Skills use the one visibility rule and projection
+// (skill_projection.cypher); a turn passes write_id null and both flags false.
+// A catalog version that is not a non-negative integer comes back null: the
+// skills are then read on every turn (never cached on an odd version).
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.version, 0) AS version, coalesce(c.published_writes, []) AS published
-CALL (version, published) {
-  OPTIONAL MATCH (s:Skill)
-  WHERE version <> $known_version
-    AND s.tenant_id = $tenant_id
-    AND (s.namespace IS NULL OR s.namespace = $namespace)
-    AND NOT coalesce(s.symfonic_replaced_by IN published, false)
-    AND NOT s:SymfonicRetracted
-    AND (NOT s:SymfonicUnpublished
-         OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
-    AND s.status = 'approved'
-    AND coalesce(s.active, true) = true
-  WITH s ORDER BY s.created_at, s.id
-  CALL (s) {
-    OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
-    WHERE p.tenant_id = s.tenant_id
-    WITH r, p ORDER BY r.position
-    RETURN collect(p {.*, position: r.position}) AS preconditions
-  }
-  WITH s, preconditions WHERE s IS NOT NULL
-  RETURN collect({
-    skill: s {.id, .tenant_id, .namespace, .label, .identifier, .steps, .action_tool, .context, .status,
-              .active, .source, created_at: toStringOrNull(s.created_at)},
-    labels: labels(s),
-    preconditions: preconditions,
-    foreign: COUNT { (s)-[:REQUIRES]->(x:Precondition) WHERE x.tenant_id IS NULL OR x.tenant_id <> s.tenant_id }
-  }) AS skills
+WITH CASE
+       WHEN c IS NULL THEN 0
+       WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0 THEN c.version
+     END AS version,
+     coalesce(c.published_writes, []) AS published
+WITH version, published,
+     version IS NULL OR $known_version IS NULL OR version <> $known_version AS skills_fresh
+CALL (skills_fresh, published) {
+  MATCH (s:Skill)
+  WHERE skills_fresh AND
+    // include: skill_visible
+  WITH s, published ORDER BY s.created_at, s.id
+  // include: skill_row
+  RETURN collect(skill_row) AS skills
 }
 CALL (published) {
   OPTIONAL MATCH (t:Trigger)
@@ -46,4 +35,4 @@ CALL (published) {
   RETURN collect(t {.id, .tenant_id, .namespace, .condition, .task, .status,
                     created_at: toStringOrNull(t.created_at)}) AS triggers
 }
-RETURN version, version <> $known_version AS skills_fresh, skills, triggers;
+RETURN version, skills_fresh, skills, triggers;

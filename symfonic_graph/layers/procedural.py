@@ -10,11 +10,13 @@ from pydantic import BaseModel, ConfigDict
 from symfonic_graph import _validate as v
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph.errors import NotFoundError, ValidationError
-from symfonic_graph.models import Skill, skill_from_row
+from symfonic_graph.models import Skill, read_skills, skill_from_row
+from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import MAX_KEY_PART, GraphMemoryStore, check_write_id, new_id, skill_key
 
 _NO_LIMIT = 2**62
+_TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
 
 
 class SkillSpec(BaseModel):
@@ -129,31 +131,37 @@ class ProceduralLayer:
         """Visible skills in a stable order (created_at, then id).
 
         ``query`` filters by case-insensitive substring of label or context;
-        ``action_tool`` keeps only skills whose action tool may be that name
-        (the gate's per-call lookup).
+        ``action_tool`` keeps only the skills that guard that tool, decided by
+        :func:`~symfonic_graph.preconditions.action_tool_of` (the gate's rule).
         """
-        if not isinstance(query, str):
-            raise ValidationError("query", "must be a string")
+        v.text("query", query, required=False)
         if top_k is not None and (isinstance(top_k, bool) or not isinstance(top_k, int) or top_k < 1):
             raise ValidationError("top_k", "must be a positive int or None")
-        rows = await self.store.read(
-            "skills_visible",
+        tool = v.optional_text("action_tool", action_tool)
+        params = dict(
             **scope.params(),
             write_id=check_write_id(write_id),
             include_drafts=bool(include_drafts),
             include_retracted=bool(include_retracted),
             query=query,
-            action_tool=v.optional_text("action_tool", action_tool),
-            limit=top_k or _NO_LIMIT,
+            limit=_NO_LIMIT if tool is not None else min(top_k or _NO_LIMIT, _NO_LIMIT),
         )
-        return keep_owned(scope, (s for s in map(skill_from_row, rows) if s is not None), "skill")
+        for _ in range(_TORN_READS):
+            rows = await self.store.read("skills_visible", **params)
+            skills, torn = read_skills([row["skill_row"] for row in rows])
+            if not torn:
+                break
+        skills = keep_owned(scope, skills, "skill")
+        if tool is not None:
+            skills = [s for s in skills if action_tool_of(s) == tool][:top_k]
+        return skills
 
     async def get_skill(self, scope: MemoryScope, skill_id: str, *, write_id: str | None = None) -> Skill:
         """One skill by id (drafts and retracted included) if the scope sees it."""
         rows = await self.store.read(
             "skill_by_id", **scope.params(), write_id=check_write_id(write_id), skill_id=v.text("skill_id", skill_id)
         )
-        skill = skill_from_row(rows[0]) if rows else None
+        skill = skill_from_row(rows[0]["skill_row"]) if rows else None
         if skill is None:
             raise NotFoundError(f"no readable skill {skill_id!r} in tenant {scope.tenant_id!r}; check the id and scope")
         return skill
@@ -239,4 +247,5 @@ def _skill_row(
         "status": status,
         "source": source,
         "preconditions": preconditions,
+        "rev": f"{new_id()}/{len(preconditions)}",
     }

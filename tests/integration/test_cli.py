@@ -57,8 +57,8 @@ def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSetti
     proc = _cli(cli_settings, "doctor", "--tenant", tenant, "--json")
     assert proc.returncode == 0, proc.stderr
     problems = {(f["check"], f["problem"].split(" (")[0]) for f in json.loads(proc.stdout)}
-    assert ("bad_skills", "steps is not a list of strings") in problems
-    assert ("bad_preconditions", "unknown op gt") in problems
+    assert ("bad_skills", "steps: Input should be a valid list") in problems
+    assert ("bad_preconditions", "precondition[0].op: unknown op 'gt': this predicate never holds") in problems
     assert any(check == "foreign_preconditions" for check, _ in problems)
     strict = _cli(cli_settings, "doctor", "--tenant", tenant, "--strict")
     assert strict.returncode == 1

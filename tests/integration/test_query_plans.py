@@ -17,16 +17,17 @@ _SKILLS = {
     "include_retracted": False, "query": "", "limit": 2**62,
 }
 PER_TURN = [
-    pytest.param("skills_visible", {**_SKILLS, "action_tool": None}, id="skills_visible"),
-    pytest.param("skills_visible", {**_SKILLS, "namespace": "u-1", "action_tool": "deploy"},
-                 id="skills_visible-action_tool"),
+    pytest.param("skills_visible", _SKILLS, id="skills_visible"),
+    pytest.param("skills_visible", {**_SKILLS, "namespace": "u-1", "include_drafts": True},
+                 id="skills_visible-namespaced"),
     pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": None, "write_id": None},
                  id="triggers_pending"),
     pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": "w-1"},
                  id="triggers_pending-namespaced"),
     pytest.param("catalog_version", {"tenant_id": "t-plan"}, id="catalog_version"),
     pytest.param("facts_visible", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": None}, id="facts_visible"),
-    pytest.param("turn_snapshot", {"tenant_id": "t-plan", "namespace": "u-1", "known_version": -1},
+    pytest.param("turn_snapshot", {"tenant_id": "t-plan", "namespace": "u-1", "known_version": None,
+                                   "write_id": None, "include_drafts": False, "include_retracted": False},
                  id="turn_snapshot"),
 ]
 SEEKS = {"NodeIndexSeek", "NodeUniqueIndexSeek"}

@@ -130,7 +130,8 @@ def test_precondition_tools(precondition: Any, expected: list[str]) -> None:
             [{"path": "a.b", "op": "eq", "value": 1}, {"path": "c", "op": "exists"}],
         ),
         ({"state": {"path": "c", "op": "exists"}}, [{"path": "c", "op": "exists"}]),
-        ([{"state": "garbage"}], ["garbage"]),  # kept, so it fails closed
+        ([{"state": "garbage"}], []),  # not a mapping: not a predicate, contributes nothing (SPEC §9)
+        ([{"state": {"op": "garbage"}}], [{"op": "garbage"}]),  # a malformed mapping is kept: it fails closed
         ([{"tool": "a"}], []),
     ],
 )
@@ -283,7 +284,7 @@ def test_filter_logs_one_debug_line_per_dropped_skill(caplog: pytest.LogCaptureF
     caplog.set_level(logging.DEBUG, logger="symfonic_graph.preconditions")
     keep = skill("a", [state_pred("x", "exists")], label="Keep")
     twice = skill("b", [state_pred("y", "exists"), state_pred("z", "eq", 1)], label="Twice wrong", id="sk-2")
-    malformed = skill("c", [{"state": "garbage"}], label=None, id="sk-3")
+    malformed = skill("c", [{"state": {"path": "p", "op": "garbage"}}], label=None, id="sk-3")
     assert filter_skills_by_state_predicates([keep, twice, malformed], {"x": 0}) == [keep]
     lines = [r.getMessage() for r in caplog.records if r.levelno == logging.DEBUG]
     assert len(lines) == 2

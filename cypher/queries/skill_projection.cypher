@@ -1,0 +1,36 @@
+// fragment: skill_visible
+// params: tenant_id, namespace, write_id, include_drafts, include_retracted
+// The one visibility rule of a skill `s` (a WHERE body), with `published`
+// (the tenant catalog's list of published writes) in scope. Every skill read
+// includes it: TurnMemory, query_skills, skill lookups and the CLI.
+s.tenant_id = $tenant_id
+  AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND NOT coalesce(s.symfonic_replaced_by IN published, false)
+  AND ($include_retracted OR NOT s:SymfonicRetracted)
+  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
+       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
+  AND (s.status = 'approved' OR ($include_drafts AND s.status = 'draft'))
+  AND coalesce(s.active, true) = true
+
+// fragment: skill_row
+// params:
+// The one projection of a skill `s` into `skill_row`: its documented
+// properties (absent ones come back null; the Python model maps them to their
+// defaults), its markers, its preconditions of the same tenant in position
+// order, how many foreign ones were ignored, and the revision stamps that let
+// a reader detect a skill torn by a concurrent re-seed. Keeps `s` in scope.
+CALL (s) {
+  OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
+  WHERE p.tenant_id = s.tenant_id
+  WITH r, p ORDER BY r.position
+  RETURN collect(p {.kind, .tool, .path, .op, .value, .text, position: r.position, rev: p.symfonic_rev})
+         AS preconditions
+}
+WITH s, {
+  skill: s {.id, .tenant_id, .namespace, .label, .identifier, .steps, .action_tool, .context, .status, .active,
+            .source, created_at: toStringOrNull(s.created_at), rev: s.symfonic_rev},
+  retracted: s:SymfonicRetracted,
+  staged: s:SymfonicUnpublished,
+  preconditions: preconditions,
+  foreign: COUNT { (s)-[:REQUIRES]->(x:Precondition) WHERE x.tenant_id IS NULL OR x.tenant_id <> s.tenant_id }
+} AS skill_row
