@@ -211,11 +211,12 @@ async def profile(env: Env, tenant: str) -> dict[str, tuple[int, int, str]]:
     base = {"tenant_id": tenant, "namespace": None, "write_id": None}
     skills = {**base, "include_drafts": False, "include_retracted": False, "query": "", "limit": 2**62}
     cases: dict[str, tuple[str, dict[str, Any]]] = {
-        "skills_visible": ("skills_visible", {**skills, "action_tool": None}),
-        "skills_visible (action_tool)": ("skills_visible", {**skills, "action_tool": TOOLS[0]}),
+        "skills_visible": ("skills_visible", skills),
         "triggers_pending": ("triggers_pending", base),
         "catalog_version": ("catalog_version", {"tenant_id": tenant}),
-        "turn_snapshot (cold)": ("turn_snapshot", {"tenant_id": tenant, "namespace": None, "known_version": -1}),
+        "turn_snapshot (cold)": ("turn_snapshot", {"tenant_id": tenant, "namespace": None, "known_version": None,
+                                                   "write_id": None, "include_drafts": False,
+                                                   "include_retracted": False}),
     }
     out = {}
     async with env.store.driver.session(database=env.store.database, notifications_min_severity="OFF") as session:

@@ -54,6 +54,10 @@ class Skill(BaseModel):
     """A procedural-memory skill as read from the graph.
 
     Example:
+        >>> skill = read_skill({"skill": {"id": "s1", "tenant_id": "acme", "status": "approved",
+        ...     "action_tool": "deliver"}, "preconditions": [
+        ...     {"kind": "tool", "tool": "get_integration_status", "position": 0},
+        ...     {"kind": "state", "path": "channel", "op": "eq", "value": "slack", "position": 1}]}).skill
         >>> skill.metadata["precondition"]
         ['get_integration_status', {'state': {'path': 'channel', 'op': 'eq', 'value': 'slack'}}]
     """

@@ -38,7 +38,7 @@ MATCH (c:SymfonicCatalog)
 WHERE ($tenant_id IS NULL OR c.tenant_id = $tenant_id)
   AND NOT coalesce(valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0, false)
 RETURN 'SymfonicCatalog' AS label, coalesce(toString(c.tenant_id), elementId(c)) AS node,
-       'version ' + coalesce(toString(c.version), 'null') + ' (' + valueType(c.version)
+       'version ' + coalesce(toStringOrNull(c.version), '?') + ' (' + valueType(c.version)
        + ') is not a non-negative integer: skills are read on every turn until the next library write' AS problem
 LIMIT 1000;
 

@@ -14,6 +14,8 @@ from symfonic_graph.cli._common import Progress, add_json_flag, add_scope_flags,
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
+from symfonic_graph.models import Skill
+from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.seedfile import load_seed_file, split_cypher_script
 
 _BATCH = 500
@@ -115,12 +117,18 @@ async def _cypher_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def skill_json(skill: Skill) -> dict[str, Any]:
+    """One skill as ``skills list --json`` prints it: every field, and the tool the gate guards with it."""
+    return {**skill.model_dump(mode="json"), "precondition": skill.metadata["precondition"],
+            "guards": action_tool_of(skill)}
+
+
 async def _skills_list(args: argparse.Namespace) -> int:
     async with open_store() as store:
         skills = await ProceduralLayer(store).query_skills(
             scope_of(args), include_drafts=args.drafts, write_id=args.write_id
         )
-    data = [{"id": s.id, **s.metadata} for s in skills]
+    data = [skill_json(s) for s in skills]
     lines = [f"{s.id}  {s.status:<8} {s.label}  action={s.action_tool}  precondition={s.precondition}" for s in skills]
     emit(args, data, "\n".join(lines) or "(no skills)")
     return 0

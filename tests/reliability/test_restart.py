@@ -54,7 +54,7 @@ class Load:
 
     def __init__(self, store: GraphMemoryStore, scope: MemoryScope) -> None:
         self.store, self.scope = store, scope
-        self.memory = TurnMemory(store, max_age=0.0, snapshot_ttl=0.0)
+        self.memory = TurnMemory(store, max_age=0.0)
         self.gate = create_precondition_gate_node(self.memory.get_active_skills)
         self.strict = create_precondition_gate_node(self.memory.get_active_skills, strict=True)
         self.phase = "before"

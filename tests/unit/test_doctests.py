@@ -1,0 +1,27 @@
+"""The docstring examples of the pure modules run as doctests, so they cannot rot."""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+
+import pytest
+
+PURE_MODULES = [
+    "symfonic_graph._messages",
+    "symfonic_graph.gate",
+    "symfonic_graph.models",
+    "symfonic_graph.preconditions",
+    "symfonic_graph.preflight",
+    "symfonic_graph.scope",
+    "symfonic_graph.turn_scope",
+    "symfonic_graph.doctor",
+]
+
+
+@pytest.mark.parametrize("name", PURE_MODULES)
+def test_docstring_examples_run(name: str) -> None:
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0, f"{name} has no examples"
+    assert result.failed == 0
