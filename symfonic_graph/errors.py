@@ -7,6 +7,7 @@
      ├── QueryFileError                          a .cypher file is malformed (names file:line)
      ├── SchemaError                             the schema could not be applied
      ├── NotFoundError (also LookupError)        no visible node with that id in the scope
+     ├── AuthorityError                          the node is visible but owned by another scope
      ├── StoreUnavailableError                   Neo4j did not answer in time, or is down
      └── LocalServerError                        the local development Neo4j could not run
 
@@ -51,6 +52,15 @@ class SchemaError(SymfonicGraphError):
 
 class NotFoundError(SymfonicGraphError, LookupError):
     """No node with that id is visible in the given scope."""
+
+
+class AuthorityError(SymfonicGraphError):
+    """A write reached a node its scope sees but does not own; nothing changed.
+
+    A namespace scope sees its tenant's tenant-wide nodes but cannot change
+    them; no scope ever takes over a node of another tenant. The message names
+    the owning scope.
+    """
 
 
 class StoreUnavailableError(SymfonicGraphError):

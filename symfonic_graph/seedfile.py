@@ -1,8 +1,11 @@
 """Seed files (YAML or JSON) and plain Cypher scripts, for operators.
 
 A seed file holds ``skills`` (the fields of ``ProceduralLayer.seed_skills``)
-and ``triggers`` (``condition`` and ``task``)::
+and ``triggers`` (``condition``, ``task``, optional ``identifier``), for the
+scope it names (``tenant``, ``namespace``) or the one given on the command
+line, and optionally more scopes under ``scopes``::
 
+    tenant: acme
     skills:
       - label: Deliver a report
         steps: [deliver]
@@ -12,6 +15,13 @@ and ``triggers`` (``condition`` and ``task``)::
     triggers:
       - condition: the user mentions their invoice
         task: Tell them invoice 42 is overdue.
+    scopes:
+      - tenant: globex
+        namespace: user-7
+        triggers: [...]
+
+This module only parses; ``seeding.plan_seed`` validates every entry and
+``seeding.apply_seed`` writes the whole file in one transaction.
 """
 
 from __future__ import annotations
@@ -27,14 +37,42 @@ import yaml
 
 from symfonic_graph.errors import ValidationError
 
+_SECTIONS = ("skills", "triggers")
+_BLOCK_KEYS = frozenset({"tenant", "namespace", *_SECTIONS})
+
 
 @dataclass(frozen=True)
 class SeedFile:
-    """A parsed seed file, not yet validated entry by entry (the layers do that)."""
+    """A parsed seed file, not yet validated entry by entry (``seeding.plan_seed`` does that).
+
+    ``blocks`` holds ``(where, block)`` pairs: ``""`` for the top level, then
+    ``"scopes[i]."`` for each entry of ``scopes``; each block may hold
+    ``tenant``, ``namespace``, ``skills`` and ``triggers``.
+    """
 
     path: Path
-    skills: list[Any]
-    triggers: list[Any]
+    blocks: list[tuple[str, Mapping[str, Any]]]
+
+    @property
+    def skills(self) -> list[Any]:
+        """Every skill entry of the file, in order."""
+        return [entry for _, block in self.blocks for entry in block.get("skills") or []]
+
+    @property
+    def triggers(self) -> list[Any]:
+        """Every trigger entry of the file, in order."""
+        return [entry for _, block in self.blocks for entry in block.get("triggers") or []]
+
+
+def _block(path: Path, where: str, data: Mapping[str, Any], allowed: frozenset[str]) -> Mapping[str, Any]:
+    unknown = set(data) - allowed
+    if unknown:
+        raise ValidationError(f"{path}: {where}{sorted(unknown)[0]}",
+                              f"unknown section; use {', '.join(sorted(allowed))}")
+    for key in _SECTIONS:
+        if not isinstance(data.get(key) or [], list):
+            raise ValidationError(f"{path}: {where}{key}", "must be a list")
+    return data
 
 
 def load_seed_file(path: Path) -> SeedFile:
@@ -43,22 +81,25 @@ def load_seed_file(path: Path) -> SeedFile:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise ValidationError(str(path), f"cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ValidationError(str(path), f"is not UTF-8 text ({exc.reason})") from None
     try:
         data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as exc:
         raise ValidationError(str(path), f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
     if not isinstance(data, Mapping):
-        raise ValidationError(str(path), "must hold a mapping with `skills` and/or `triggers`")
-    unknown = set(data) - {"skills", "triggers"}
-    if unknown:
-        raise ValidationError(f"{path}: {sorted(unknown)[0]}", "unknown section; use `skills` and `triggers`")
-    sections = {}
-    for key in ("skills", "triggers"):
-        value = data.get(key) or []
-        if not isinstance(value, list):
-            raise ValidationError(f"{path}: {key}", "must be a list")
-        sections[key] = value
-    return SeedFile(path, sections["skills"], sections["triggers"])
+        raise ValidationError(str(path), "must hold a mapping with `skills`, `triggers` and/or `scopes`")
+    blocks = [("", _block(path, "", data, _BLOCK_KEYS | {"scopes"}))]
+    scopes = data.get("scopes") or []
+    if not isinstance(scopes, list):
+        raise ValidationError(f"{path}: scopes", "must be a list")
+    for i, scope in enumerate(scopes):
+        if not isinstance(scope, Mapping):
+            raise ValidationError(f"{path}: scopes[{i}]", "must be a mapping with `tenant`")
+        blocks.append((f"scopes[{i}].", _block(path, f"scopes[{i}].", scope, _BLOCK_KEYS)))
+    if not any(block.get(key) for _, block in blocks for key in _SECTIONS) and not scopes:
+        blocks = blocks[:1]
+    return SeedFile(path, blocks)
 
 
 @dataclass(frozen=True)

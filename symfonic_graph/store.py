@@ -9,6 +9,7 @@ and each call is bounded by ``query_timeout``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import re
@@ -24,7 +25,7 @@ from neo4j.exceptions import ClientError, DriverError, Neo4jError
 
 from symfonic_graph import _validate as v
 from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
-from symfonic_graph.errors import NotFoundError, SchemaError, StoreUnavailableError, ValidationError
+from symfonic_graph.errors import AuthorityError, NotFoundError, SchemaError, StoreUnavailableError, ValidationError
 from symfonic_graph.scope import MemoryScope
 
 log = logging.getLogger("symfonic_graph.store")
@@ -40,6 +41,8 @@ PUBLISH_SETTLE_SECONDS = 300.0
 # Identifiers and write ids go into the uniquely indexed `symfonic_key`, whose
 # index entries Neo4j caps at about 8 kB: bound them so the key always fits.
 MAX_KEY_PART = 256
+# The largest age `prune` takes: beyond it a Cypher duration would overflow.
+MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
 
 _MIGRATION_FILE = re.compile(r"^(\d+)_([a-z0-9_]+)\.cypher$")
 # Errors a concurrent `CREATE ... IF NOT EXISTS` may raise while another
@@ -115,19 +118,21 @@ class GraphMemoryStore:
 
     # -- transactions -----------------------------------------------------
 
-    async def _bounded(self, work: Callable[[], Awaitable[T]], what: str) -> T:
+    async def _bounded(self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False) -> T:
+        maybe = (" The write may have committed: retrying it with the same identifier is safe "
+                 "(it replaces, never duplicates).") if writes else ""
         try:
             with anyio.fail_after(self.query_timeout):
                 return await work()
         except TimeoutError:
             raise StoreUnavailableError(
                 f"{what}: Neo4j did not answer within {self.query_timeout}s; check the server, "
-                "or raise query_timeout"
+                f"or raise query_timeout.{maybe}"
             ) from None
         except ClientError:
             raise
         except (Neo4jError, DriverError, OSError) as exc:
-            raise StoreUnavailableError(f"{what}: Neo4j is unavailable ({exc}); check the server") from exc
+            raise StoreUnavailableError(f"{what}: Neo4j is unavailable ({exc}); check the server.{maybe}") from exc
 
     def _session(self) -> neo4j.AsyncSession:
         return self.driver.session(
@@ -176,7 +181,7 @@ class GraphMemoryStore:
             async with self._session() as session:
                 return await session.execute_write(neo4j.unit_of_work(timeout=self.query_timeout)(tx))
 
-        return await self._bounded(work, "write " + ", ".join(n for n, _ in statements))
+        return await self._bounded(work, "write " + ", ".join(n for n, _ in statements), writes=True)
 
     # -- schema -----------------------------------------------------------
 
@@ -241,20 +246,17 @@ class GraphMemoryStore:
         v.text("node_id", node_id)
         params = {**scope.params(), "node_id": node_id, **extra}
         results = await self.write(
-            [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})]
+            [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})], _check=owned_by(scope, node_id)
         )
-        if not results[0]:
-            raise NotFoundError(
-                f"no node {node_id!r} visible in tenant {scope.tenant_id!r} namespace {scope.namespace!r}; "
-                "check the id and the scope"
-            )
         return results[0]
 
     async def prune(self, scope: MemoryScope, *, older_than_seconds: float) -> int:
-        """Hard-delete this scope's nodes retracted more than ``older_than_seconds`` ago."""
+        """Hard-delete this scope's own nodes (exactly its namespace) retracted more than ``older_than_seconds`` ago."""
         age = older_than_seconds
-        if isinstance(age, bool) or not isinstance(age, (int, float)) or age < 0:
-            raise ValidationError("older_than_seconds", "must be a non-negative number of seconds")
+        if isinstance(age, bool) or not isinstance(age, (int, float)) or not 0 <= age <= MAX_AGE_SECONDS:
+            raise ValidationError(
+                "older_than_seconds", f"must be a number of seconds from 0 to {MAX_AGE_SECONDS} (100 years)"
+            )
         rows = await self.write(
             [("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]
         )
@@ -297,17 +299,27 @@ class GraphMemoryStore:
         return int(rows[0]["folded"])
 
     async def write_staged(
-        self, scope: MemoryScope, write_id: str | None, statements: Sequence[Statement]
+        self,
+        scope: MemoryScope,
+        write_id: str | None,
+        statements: Sequence[Statement],
+        *,
+        check: Callable[[int, list[Row]], None] | None = None,
     ) -> list[list[Row]]:
-        """Like ``write``, but refuse a ``write_id`` this scope already published (nothing is written)."""
+        """Like ``write``, but refuse a ``write_id`` this scope already published (nothing is written).
+
+        ``check`` sees the index (into ``statements``) and rows of each statement.
+        """
         if write_id is None:
-            return await self.write(statements)
+            return await self.write(statements, _check=check)
 
         def refuse_published(index: int, rows: list[Row]) -> None:
             if index == 1 and rows and rows[0]["published"]:
                 raise ValidationError(
                     "write_id", f"{write_id!r} was already published in this scope; stage under a fresh write_id"
                 )
+            if index >= 2 and check is not None:
+                check(index - 2, rows)
 
         lock: Statement = ("catalog_lock", {"tenant_id": scope.tenant_id})
         guard: Statement = ("write_id_published", {**scope.params(), "write_id": write_id})
@@ -315,15 +327,60 @@ class GraphMemoryStore:
         return results[2:]
 
     async def discard(self, scope: MemoryScope, write_id: str) -> int:
-        """Delete every node staged under ``write_id``; return how many."""
+        """Delete every node staged under ``write_id`` in exactly this scope; return how many.
+
+        Serialized with ``publish`` on the tenant's catalog lock: of a publish
+        and a discard of the same write, exactly one takes effect.
+        """
         params = {**scope.params(), "write_id": _required_write_id(write_id)}
-        results = await self.write([("write_discard", params)])
-        return int(results[0][0]["discarded"]) if results[0] else 0
+        results = await self.write([("catalog_lock", {"tenant_id": scope.tenant_id}), ("write_discard", params)])
+        return int(results[1][0]["discarded"]) if results[1] else 0
 
     async def catalog_version(self, scope: MemoryScope) -> int:
         """The tenant's catalog version: bumped by every library write to its skills."""
         rows = await self.read("catalog_version", tenant_id=scope.tenant_id)
         return int(rows[0]["version"]) if rows else 0
+
+
+def owned_by(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], None]:
+    """A ``write`` check for statement 0 returning ``owned`` rows: NotFound when none, Authority when not owned.
+
+    Raising inside the transaction rolls it back, so nothing changes.
+    """
+
+    def check(index: int, rows: list[Row]) -> None:
+        if index != 0:
+            return
+        if not rows:
+            raise NotFoundError(
+                f"no node {node_id!r} visible in tenant {scope.tenant_id!r} namespace {scope.namespace!r}; "
+                "check the id and the scope"
+            )
+        row = rows[0]
+        if not row.get("owned"):
+            owner = MemoryScope(str(row["tenant_id"]), row.get("namespace"))
+            raise AuthorityError(
+                f"{node_id!r} belongs to {owner!r}"
+                + (" (tenant-wide)" if owner.namespace is None else "")
+                + f"; {scope!r} sees it but cannot change it: make this change in {owner!r}. Nothing changed."
+            )
+
+    return check
+
+
+def refuse_held_keys(index: int, what: str) -> Callable[[int, list[Row]], None]:
+    """A ``write`` check for a ``*_keys_held`` statement at ``index``: a key held by another scope aborts."""
+
+    def check(at: int, rows: list[Row]) -> None:
+        if at == index and rows:
+            row = rows[0]
+            raise AuthorityError(
+                f"{what} {row['id']!r} of tenant {row['tenant_id']!r} namespace {row['namespace']!r} holds the key "
+                f"this write would use ({row['key']}); a write never takes over another scope's node. "
+                "Fix that node's symfonic_key (`symfonic-graph doctor` lists it). Nothing was written."
+            )
+
+    return check
 
 
 def _required_write_id(write_id: object) -> str:
@@ -349,3 +406,24 @@ def skill_key(scope: MemoryScope, identifier: str | None, fallback_id: str) -> s
     if identifier is None:
         return json.dumps(["id", fallback_id], ensure_ascii=False)
     return json.dumps(["skill", scope.tenant_id, scope.namespace, identifier], ensure_ascii=False)
+
+
+def trigger_key(scope: MemoryScope, identifier: str | None, fallback_id: str) -> str:
+    """The unique key of a trigger: (tenant, namespace, identifier), or its id."""
+    if identifier is None:
+        return json.dumps(["trigger-id", fallback_id], ensure_ascii=False)
+    return json.dumps(["trigger", scope.tenant_id, scope.namespace, identifier], ensure_ascii=False)
+
+
+def content_key(kind: str, scope: MemoryScope, content: dict[str, Any]) -> str:
+    """A stable key for an entry without an identifier: the hash of its validated content (seed files)."""
+    digest = hashlib.sha256(json.dumps(content, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+    return json.dumps([f"{kind}-content", scope.tenant_id, scope.namespace, digest], ensure_ascii=False)
+
+
+def staged_keys(key: str, write_id: str | None, *, stable: bool) -> tuple[str, str | None]:
+    """``(key, base_key)`` of a write: a staged write of a stable key (an identifier, or content)
+    waits beside the live node under a suffixed key until publish hands it the base key."""
+    if write_id is not None and stable:
+        return key + "\u0000staged:" + write_id, key
+    return key, None

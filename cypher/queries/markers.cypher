@@ -9,8 +9,13 @@ CALL () {
   MATCH (n:Fact {id: $node_id}) RETURN n
 }
 WITH n WHERE n.tenant_id = $tenant_id AND (n.namespace IS NULL OR n.namespace = $namespace)
-SET n:SymfonicRetracted, n.symfonic_retracted_at = datetime(), n.symfonic_retracted_reason = $reason
-RETURN n.id AS id, n.tenant_id AS tenant_id;
+// Write authority: the scope sees tenant-wide nodes but changes only its own.
+WITH n, ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace) AS owned
+CALL (n, owned) {
+  WITH n WHERE owned
+  SET n:SymfonicRetracted, n.symfonic_retracted_at = datetime(), n.symfonic_retracted_reason = $reason
+}
+RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned;
 
 // name: node_restore
 // params: tenant_id, namespace, node_id
@@ -22,17 +27,23 @@ CALL () {
   MATCH (n:Fact {id: $node_id}) RETURN n
 }
 WITH n WHERE n.tenant_id = $tenant_id AND (n.namespace IS NULL OR n.namespace = $namespace)
-REMOVE n:SymfonicRetracted, n.symfonic_retracted_at, n.symfonic_retracted_reason
-RETURN n.id AS id, n.tenant_id AS tenant_id;
+WITH n, ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace) AS owned
+CALL (n, owned) {
+  WITH n WHERE owned
+  REMOVE n:SymfonicRetracted, n.symfonic_retracted_at, n.symfonic_retracted_reason
+}
+RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned;
 
 // name: retracted_prune
 // params: tenant_id, namespace, older_than_seconds
-// Hard-delete retracted nodes (and a skill's preconditions) retracted longer ago than the age.
+// Hard-delete the scope's own retracted nodes (exactly its namespace), and a
+// skill's preconditions of the same tenant, retracted longer ago than the age.
 MATCH (n:SymfonicRetracted)
 WHERE n.tenant_id = $tenant_id
-  AND (n.namespace IS NULL OR n.namespace = $namespace)
+  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
   AND n.symfonic_retracted_at <= datetime() - duration({seconds: $older_than_seconds})
 OPTIONAL MATCH (n)-[:REQUIRES]->(p:Precondition)
+WHERE p.tenant_id = n.tenant_id
 WITH n, collect(p) AS pres
 FOREACH (p IN pres | DETACH DELETE p)
 DETACH DELETE n
@@ -40,18 +51,32 @@ RETURN count(*) AS pruned;
 
 // name: write_replace_live
 // params: tenant_id, namespace, write_id
-// Publish, step 1: a staged skill re-seeding an identifier takes over its key.
-// The live skill that held the key is marked replaced by this write: readers
-// hide it as soon as the write's entry is listed (step 2), so old and new
-// swap in the same single flip; write_fold deletes it later.
+// Publish, step 1: a staged skill or trigger re-seeding an identifier takes
+// over its key. The live node that held the key (same tenant, never another's)
+// is marked replaced by this write: readers hide it as soon as the write's
+// entry is listed (step 2), so old and new swap in the same single flip;
+// write_fold deletes it later. Only what was staged in exactly this scope.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
-MATCH (n:Skill:SymfonicUnpublished)
-WHERE n.tenant_id = $tenant_id
-  AND (n.namespace IS NULL OR n.namespace = $namespace)
-  AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
-  AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
-OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
+CALL (published) {
+  MATCH (n:Skill:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
+    AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
+  OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
+  WHERE old.tenant_id = n.tenant_id
+  RETURN n, old
+  UNION
+  MATCH (n:Trigger:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
+    AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
+  OPTIONAL MATCH (old:Trigger {symfonic_key: n.symfonic_base_key})
+  WHERE old.tenant_id = n.tenant_id
+  RETURN n, old
+}
 SET old.symfonic_replaced_by = coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id,
     old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
 SET n.symfonic_key = n.symfonic_base_key, n.symfonic_base_key = null
@@ -60,8 +85,8 @@ RETURN count(old) AS replaced;
 // name: write_publish
 // params: tenant_id, namespace, write_id
 // Publish, step 2: the write becomes visible by one append to the tenant's
-// catalog node (`published_writes`, one "<namespace>\u001F<write_id>" entry
-// per namespace of the write). Readers read that list once per query, so a
+// catalog node (`published_writes`, one "<namespace>\u001F<write_id>" entry:
+// only what was staged in exactly this scope). Readers read that list once per query, so a
 // batch appears all at once; the nodes keep :SymfonicUnpublished until
 // write_fold removes it after the settle period.
 MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
@@ -70,7 +95,7 @@ WITH c, coalesce(c.published_writes, []) AS published
 CALL (published) {
   OPTIONAL MATCH (n:SymfonicUnpublished)
   WHERE n.tenant_id = $tenant_id
-    AND (n.namespace IS NULL OR n.namespace = $namespace)
+    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
     AND n.symfonic_write_id = $write_id
     AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
   SET n.symfonic_published_at = datetime()
@@ -102,10 +127,17 @@ CALL (due) {
   WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by IN due
   CALL (old) {
     OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+    WHERE p.tenant_id = old.tenant_id
     DETACH DELETE p
   }
   DETACH DELETE old
   RETURN count(old) AS removed
+}
+CALL (due) {
+  OPTIONAL MATCH (old:Trigger)
+  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by IN due
+  DETACH DELETE old
+  RETURN count(old) AS removed_triggers
 }
 RETURN due, folded;
 
@@ -130,15 +162,19 @@ RETURN (coalesce($namespace, '') + '\u001F' + $write_id) IN coalesce(c.published
 
 // name: write_discard
 // params: tenant_id, namespace, write_id
-// Delete every node of a staged, unpublished write (and a staged skill's preconditions).
+// Delete every node of a staged, unpublished write of exactly this scope (and
+// a staged skill's preconditions of the same tenant). Runs after catalog_lock,
+// so a racing publish of the same write either listed it first (nothing is
+// discarded) or finds nothing left to publish.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (n:SymfonicUnpublished)
 WHERE n.tenant_id = $tenant_id
-  AND (n.namespace IS NULL OR n.namespace = $namespace)
+  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
   AND n.symfonic_write_id = $write_id
   AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
 OPTIONAL MATCH (n)-[:REQUIRES]->(p:Precondition)
+WHERE p.tenant_id = n.tenant_id
 WITH n, collect(p) AS pres
 FOREACH (p IN pres | DETACH DELETE p)
 DETACH DELETE n

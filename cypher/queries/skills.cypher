@@ -26,6 +26,7 @@ FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET s:Symfon
 WITH s, row
 CALL (s) {
   MATCH (s)-[:REQUIRES]->(old:Precondition)
+  WHERE old.tenant_id = s.tenant_id
   DETACH DELETE old
 }
 CALL (s, row) {
@@ -36,6 +37,17 @@ CALL (s, row) {
       n.symfonic_rev = row.rev
 }
 RETURN s.id AS id;
+
+// name: skill_keys_held
+// params: keys, tenant_id, namespace
+// Keys of a write that an existing skill of another scope holds (for example
+// a key copied by hand onto another tenant's node). The write refuses them:
+// a write never takes over a node whose tenant or namespace differs.
+UNWIND $keys AS key
+MATCH (s:Skill {symfonic_key: key})
+WHERE s.tenant_id IS NULL OR s.tenant_id <> $tenant_id
+   OR NOT ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace)
+RETURN key, s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace;
 
 // name: skills_visible
 // params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, limit
@@ -71,7 +83,8 @@ RETURN skill_row;
 
 // name: skill_set_status
 // params: tenant_id, namespace, skill_id, status
-// Approve or reject a visible, published skill.
+// Approve or reject a visible, published skill; only the scope that owns it
+// (exactly its namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill {id: $skill_id})
@@ -80,20 +93,27 @@ WHERE s.tenant_id = $tenant_id
   AND NOT s:SymfonicRetracted
   AND (NOT s:SymfonicUnpublished
        OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
-SET s.status = $status, s.updated_at = datetime()
-RETURN s.id AS id;
+WITH s, ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace) AS owned
+CALL (s, owned) {
+  WITH s WHERE owned
+  SET s.status = $status, s.updated_at = datetime()
+}
+RETURN s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace, owned;
 
 // name: skill_take_key
 // params: tenant_id, namespace, skill_id
 // Approve, step 2 (same transaction): a draft proposed for an identifier that
-// already has a live skill takes over its key; the live skill is deleted.
+// already has a live skill takes over its key; the live skill (of the same
+// tenant only) and its preconditions of the same tenant are deleted.
 MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
-  AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace)
   AND s.status = 'approved' AND s.symfonic_base_key IS NOT NULL AND s.symfonic_write_id IS NULL
 OPTIONAL MATCH (old:Skill {symfonic_key: s.symfonic_base_key})
+WHERE old.tenant_id = s.tenant_id
 CALL (old) {
   OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+  WHERE p.tenant_id = old.tenant_id
   DETACH DELETE p
 }
 DETACH DELETE old

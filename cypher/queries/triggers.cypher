@@ -1,11 +1,15 @@
 // name: triggers_write
 // params: rows
 // Store reminders as pending triggers; staged when the row has a write_id.
+// A row whose key exists (same identifier in the same scope) replaces that
+// trigger's condition and task (same id) and makes it pending again.
 UNWIND $rows AS row
-CREATE (t:Trigger)
-SET t.id = row.id, t.tenant_id = row.tenant_id, t.namespace = row.namespace,
-    t.condition = row.condition, t.task = row.task, t.status = 'pending',
-    t.created_at = datetime(), t.symfonic_write_id = row.write_id
+MERGE (t:Trigger {symfonic_key: row.key})
+ON CREATE SET t.id = row.id, t.created_at = datetime()
+SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row.identifier,
+    t.condition = row.condition, t.task = row.task, t.status = 'pending', t.resolved_at = null,
+    t.updated_at = datetime(), t.symfonic_write_id = row.write_id, t.symfonic_base_key = row.base_key
+REMOVE t:SymfonicRetracted, t:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET t:SymfonicUnpublished)
 RETURN t.id AS id;
 
@@ -17,6 +21,7 @@ WITH coalesce(c.published_writes, []) AS published
 MATCH (t:Trigger)
 WHERE t.tenant_id = $tenant_id
   AND (t.namespace IS NULL OR t.namespace = $namespace)
+  AND NOT coalesce(t.symfonic_replaced_by IN published, false)
   AND NOT t:SymfonicRetracted
   AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = $write_id
        OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
@@ -24,8 +29,19 @@ WHERE t.tenant_id = $tenant_id
 RETURN t {.*} AS trigger
 ORDER BY t.created_at, t.id;
 
+// name: trigger_keys_held
+// params: keys, tenant_id, namespace
+// Keys of a write that a trigger of another scope holds: refused, never taken over.
+UNWIND $keys AS key
+MATCH (t:Trigger {symfonic_key: key})
+WHERE t.tenant_id IS NULL OR t.tenant_id <> $tenant_id
+   OR NOT ((t.namespace IS NULL AND $namespace IS NULL) OR t.namespace = $namespace)
+RETURN key, t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace;
+
 // name: trigger_resolve
 // params: tenant_id, namespace, trigger_id
+// Resolve a visible trigger; only the scope that owns it (exactly its
+// namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (t:Trigger {id: $trigger_id})
@@ -34,5 +50,9 @@ WHERE t.tenant_id = $tenant_id
   AND NOT t:SymfonicRetracted
   AND (NOT t:SymfonicUnpublished
        OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
-SET t.status = 'resolved', t.resolved_at = datetime()
-RETURN t.id AS id;
+WITH t, ((t.namespace IS NULL AND $namespace IS NULL) OR t.namespace = $namespace) AS owned
+CALL (t, owned) {
+  WITH t WHERE owned
+  SET t.status = 'resolved', t.resolved_at = datetime()
+}
+RETURN t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace, owned;

@@ -27,6 +27,7 @@ CALL (published) {
   OPTIONAL MATCH (t:Trigger)
   WHERE t.tenant_id = $tenant_id
     AND (t.namespace IS NULL OR t.namespace = $namespace)
+    AND NOT coalesce(t.symfonic_replaced_by IN published, false)
     AND NOT t:SymfonicRetracted
     AND (NOT t:SymfonicUnpublished
          OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)

@@ -10,22 +10,27 @@ from typing import Any
 import anyio
 from neo4j.exceptions import Neo4jError
 
-from symfonic_graph.cli._common import Progress, add_json_flag, add_scope_flags, emit, scope_of
+from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
 from symfonic_graph.models import Skill
 from symfonic_graph.preconditions import action_tool_of
+from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import load_seed_file, split_cypher_script
+from symfonic_graph.seeding import apply_seed, plan_seed
+from symfonic_graph.store import GraphMemoryStore
 
-_BATCH = 500
+_SEED_TIMEOUT = 290.0  # seconds for the one transaction of a seed file
 
 
 def register(sub: Any) -> None:
-    seed = sub.add_parser("seed", help="seed skills and triggers from a YAML or JSON file")
+    seed = sub.add_parser("seed", help="seed skills and triggers from a YAML or JSON file (all or nothing)")
     seed.add_argument("file", type=Path)
-    add_scope_flags(seed)
+    seed.add_argument("--tenant", default=None, help="tenant id, unless the file names its scopes")
+    seed.add_argument("--namespace", default=None, help="namespace inside the tenant (default: tenant-wide)")
     seed.add_argument("--write-id", default=None, help="stage the write; `publish` makes it visible")
+    add_json_flag(seed)
     seed.set_defaults(handler=lambda a: anyio.run(_seed, a))
 
     cypher = sub.add_parser("cypher", help="run plain Cypher scripts")
@@ -68,30 +73,24 @@ def register(sub: Any) -> None:
         p.set_defaults(handler=lambda a, n=name: anyio.run(_staged, a, n))
 
 
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
+
+
 async def _seed(args: argparse.Namespace) -> int:
-    seed = load_seed_file(args.file)
-    scope = scope_of(args)
+    default = MemoryScope(args.tenant, args.namespace) if args.tenant is not None else None
+    plan = plan_seed(load_seed_file(args.file), default, write_id=args.write_id)  # validates the whole file
     async with open_store() as store:
-        procedural, prospective = ProceduralLayer(store), ProspectiveLayer(store)
-        # Validate every entry before the first write, so a bad file writes nothing.
-        try:
-            procedural.validate_skills(scope, seed.skills)
-        except ValidationError as exc:
-            raise ValidationError(f"{args.file}: {exc.field}", exc.problem) from None
-        for i, trig in enumerate(seed.triggers):
-            if not isinstance(trig, dict) or set(trig) != {"condition", "task"}:
-                raise ValidationError(f"{args.file}: triggers[{i}]", "needs exactly `condition` and `task`")
-        progress = Progress(len(seed.skills) + len(seed.triggers), "seeding")
-        for start in range(0, len(seed.skills), _BATCH):
-            batch = seed.skills[start : start + _BATCH]
-            await procedural.seed_skills(scope, batch, write_id=args.write_id)
-            progress.advance(len(batch))
-        for trig in seed.triggers:
-            await prospective.set_trigger(scope, condition=trig["condition"], task=trig["task"], write_id=args.write_id)
-            progress.advance(1)
-        progress.close()
+        # One transaction for the whole file: allow it the time a large file needs.
+        patient = GraphMemoryStore(store.driver, database=store.database, query_timeout=_SEED_TIMEOUT)
+        result = await apply_seed(patient, plan)
     staged = f" (staged as {args.write_id}; run `symfonic-graph publish`)" if args.write_id else ""
-    print(f"seeded {len(seed.skills)} skills and {len(seed.triggers)} triggers into {scope.tenant_id}{staged}")
+    lines = [f"seeded {_plural(len(skills), 'skill')} and {_plural(len(triggers), 'trigger')} into tenant "
+             f"{scope.tenant_id}" + (f" namespace {scope.namespace}" if scope.namespace else "") + staged
+             for scope, skills, triggers in result.scopes]
+    data = [{"tenant_id": scope.tenant_id, "namespace": scope.namespace, "skills": skills, "triggers": triggers,
+             "write_id": args.write_id} for scope, skills, triggers in result.scopes]
+    emit(args, data, "\n".join(lines))
     return 0
 
 

@@ -13,7 +13,17 @@ from symfonic_graph.errors import NotFoundError, ValidationError
 from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import MAX_KEY_PART, GraphMemoryStore, check_write_id, new_id, skill_key
+from symfonic_graph.store import (
+    MAX_KEY_PART,
+    GraphMemoryStore,
+    check_write_id,
+    content_key,
+    new_id,
+    owned_by,
+    refuse_held_keys,
+    skill_key,
+    staged_keys,
+)
 
 _NO_LIMIT = 2**62
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
@@ -112,10 +122,18 @@ class ProceduralLayer:
 
     async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None) -> list[str]:
         """Write the rows; return the skill ids in row order (a re-seeded identifier keeps its id)."""
+        keys = [r["key"] for r in rows]
         results = await self.store.write_staged(
-            scope, write_id, [("skills_write", {"rows": rows}), ("catalog_bump", {"tenant_id": scope.tenant_id})]
+            scope,
+            write_id,
+            [
+                ("skill_keys_held", {"keys": keys, **scope.params()}),
+                ("skills_write", {"rows": rows}),
+                ("catalog_bump", {"tenant_id": scope.tenant_id}),
+            ],
+            check=refuse_held_keys(0, "skill"),
         )
-        return [str(r["id"]) for r in results[0]]
+        return [str(r["id"]) for r in results[1]]
 
     async def query_skills(
         self,
@@ -181,9 +199,8 @@ class ProceduralLayer:
         statements: list[tuple[str, dict[str, Any]]] = [("skill_set_status", {**params, "status": status})]
         if then is not None:
             statements.append((then, params))
-        results = await self.store.write([*statements, ("catalog_bump", {"tenant_id": scope.tenant_id})])
-        if not results[0]:
-            raise NotFoundError(f"no published skill {skill_id!r} in tenant {scope.tenant_id!r}")
+        await self.store.write([*statements, ("catalog_bump", {"tenant_id": scope.tenant_id})],
+                               _check=owned_by(scope, skill_id))
 
 
 def _approved_rows(
@@ -198,6 +215,22 @@ def _approved_rows(
     return rows
 
 
+def skill_row(
+    scope: MemoryScope,
+    spec: Mapping[str, Any],
+    *,
+    write_id: str | None = None,
+    field_prefix: str = "",
+    keyed_by_content: bool = False,
+) -> dict[str, Any]:
+    """One validated approved-skill row for ``skills_write`` (errors name ``field_prefix`` + the field).
+
+    With ``keyed_by_content``, a skill without an identifier is keyed by the
+    hash of its content, so writing it again replaces it (seed files).
+    """
+    return _skill_row(scope, spec, "approved", write_id, field_prefix=field_prefix, keyed_by_content=keyed_by_content)
+
+
 def _skill_row(
     scope: MemoryScope,
     spec: Mapping[str, Any],
@@ -206,6 +239,7 @@ def _skill_row(
     *,
     field_prefix: str,
     authored: bool = True,
+    keyed_by_content: bool = False,
 ) -> dict[str, Any]:
     p = field_prefix
     unknown = set(spec) - set(SkillSpec.model_fields)
@@ -220,32 +254,36 @@ def _skill_row(
     identifier = v.optional_text(f"{p}identifier", spec.get("identifier"))
     if identifier is not None and len(identifier) > MAX_KEY_PART:
         raise ValidationError(f"{p}identifier", f"must be at most {MAX_KEY_PART} characters")
-    skill_id = new_id()
-    key = skill_key(scope, identifier, skill_id)
-    base_key = None
-    if write_id is not None and identifier is not None:
-        base_key, key = key, key + "\u0000staged:" + write_id
-    elif status == "draft" and identifier is not None:
-        # A draft never displaces the live skill of its identifier; approve does.
-        base_key, key = key, key + "\u0000draft:" + skill_id
     try:
         preconditions = v.precondition_rows(spec.get("precondition"))
     except ValidationError as exc:
         raise ValidationError(p + exc.field, exc.problem) from None
+    content = {
+        "label": v.text(f"{p}label", spec["label"]),
+        "steps": v.string_list(f"{p}steps", spec["steps"]),
+        "action_tool": v.optional_text(f"{p}action_tool", spec.get("action_tool")),
+        "context": v.text(f"{p}context", spec.get("context", ""), required=False),
+        "source": source,
+        "preconditions": preconditions,
+    }
+    skill_id = new_id()
+    if keyed_by_content and identifier is None:
+        key = content_key("skill", scope, content)
+    else:
+        key = skill_key(scope, identifier, skill_id)
+    key, base_key = staged_keys(key, write_id, stable=identifier is not None or keyed_by_content)
+    if status == "draft" and identifier is not None:
+        # A draft never displaces the live skill of its identifier; approve does.
+        base_key, key = key, key + "\u0000draft:" + skill_id
     return {
+        **content,
         "id": skill_id,
         "key": key,
         "base_key": base_key,
         "write_id": write_id,
         "tenant_id": scope.tenant_id,
         "namespace": scope.namespace,
-        "label": v.text(f"{p}label", spec["label"]),
         "identifier": identifier,
-        "steps": v.string_list(f"{p}steps", spec["steps"]),
-        "action_tool": v.optional_text(f"{p}action_tool", spec.get("action_tool")),
-        "context": v.text(f"{p}context", spec.get("context", ""), required=False),
         "status": status,
-        "source": source,
-        "preconditions": preconditions,
         "rev": f"{new_id()}/{len(preconditions)}",
     }

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from symfonic_graph import _validate as v
-from symfonic_graph.errors import NotFoundError
+from symfonic_graph.errors import ValidationError
 from symfonic_graph.models import Trigger, trigger_from_row
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id
+from symfonic_graph.store import (
+    MAX_KEY_PART,
+    GraphMemoryStore,
+    check_write_id,
+    content_key,
+    new_id,
+    owned_by,
+    refuse_held_keys,
+    staged_keys,
+    trigger_key,
+)
 
 
 class ProspectiveLayer:
@@ -24,19 +36,37 @@ class ProspectiveLayer:
         self.store = store
 
     async def set_trigger(
-        self, scope: MemoryScope, *, condition: str, task: str, write_id: str | None = None
+        self,
+        scope: MemoryScope,
+        *,
+        condition: str,
+        task: str,
+        identifier: str | None = None,
+        write_id: str | None = None,
     ) -> str:
-        """Store a pending trigger; return its id."""
-        row = {
-            "id": new_id(),
-            "tenant_id": scope.tenant_id,
-            "namespace": scope.namespace,
-            "condition": v.text("condition", condition),
-            "task": v.text("task", task),
-            "write_id": check_write_id(write_id),
-        }
-        await self.store.write_staged(scope, row["write_id"], [("triggers_write", {"rows": [row]})])
-        return str(row["id"])
+        """Store a pending trigger; return its id.
+
+        With an ``identifier``, setting it again in the same scope replaces the
+        trigger (same id, new condition and task, pending again), never
+        duplicates: a call that timed out may be retried safely.
+        """
+        rows = [trigger_row(scope, condition=condition, task=task, identifier=identifier,
+                            write_id=check_write_id(write_id))]
+        [trigger_id] = await self.write_triggers(scope, rows, write_id=rows[0]["write_id"])
+        return trigger_id
+
+    async def write_triggers(
+        self, scope: MemoryScope, rows: list[dict[str, Any]], *, write_id: str | None = None
+    ) -> list[str]:
+        """Write :func:`trigger_row` rows in one transaction; return the ids (a replaced trigger keeps its id)."""
+        results = await self.store.write_staged(
+            scope,
+            write_id,
+            [("trigger_keys_held", {"keys": [r["key"] for r in rows], **scope.params()}),
+             ("triggers_write", {"rows": rows})],
+            check=refuse_held_keys(0, "trigger"),
+        )
+        return [str(r["id"]) for r in results[1]]
 
     async def get_pending(self, scope: MemoryScope, *, write_id: str | None = None) -> list[Trigger]:
         """Unresolved triggers the scope sees, oldest first."""
@@ -46,6 +76,42 @@ class ProspectiveLayer:
     async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> None:
         """Mark a trigger resolved: it is no longer pending."""
         params = {**scope.params(), "trigger_id": v.text("trigger_id", trigger_id)}
-        results = await self.store.write([("trigger_resolve", params)])
-        if not results[0]:
-            raise NotFoundError(f"no pending trigger {trigger_id!r} in tenant {scope.tenant_id!r}")
+        await self.store.write([("trigger_resolve", params)], _check=owned_by(scope, trigger_id))
+
+
+def trigger_row(
+    scope: MemoryScope,
+    *,
+    condition: object,
+    task: object,
+    identifier: object = None,
+    write_id: str | None = None,
+    field_prefix: str = "",
+    keyed_by_content: bool = False,
+) -> dict[str, Any]:
+    """One validated trigger row for ``triggers_write`` (errors name ``field_prefix`` + the field).
+
+    With ``keyed_by_content``, a trigger without an identifier is keyed by the
+    hash of its condition and task, so writing it again replaces it (seed files).
+    """
+    p = field_prefix
+    ident = v.optional_text(f"{p}identifier", identifier)
+    if ident is not None and len(ident) > MAX_KEY_PART:
+        raise ValidationError(f"{p}identifier", f"must be at most {MAX_KEY_PART} characters")
+    content = {"condition": v.text(f"{p}condition", condition), "task": v.text(f"{p}task", task)}
+    trigger_id = new_id()
+    if keyed_by_content and ident is None:
+        key = content_key("trigger", scope, content)
+    else:
+        key = trigger_key(scope, ident, trigger_id)
+    key, base_key = staged_keys(key, write_id, stable=ident is not None or keyed_by_content)
+    return {
+        **content,
+        "id": trigger_id,
+        "key": key,
+        "base_key": base_key,
+        "identifier": ident,
+        "tenant_id": scope.tenant_id,
+        "namespace": scope.namespace,
+        "write_id": write_id,
+    }

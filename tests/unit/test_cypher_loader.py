@@ -76,6 +76,8 @@ def test_scoped_read_list_is_complete() -> None:
              and not any(w in q.text for w in ("SET ", "DELETE", "MERGE", "CREATE", "REMOVE"))}
     # catalog_version reads a number, not memory; doctor_* are operator checks across the database.
     operator_reads = {name for name in reads if name.startswith("doctor_")} | {"catalog_version"}
+    # *_keys_held are write guards: they look for nodes of OTHER scopes holding a key, to refuse the write.
+    operator_reads |= {"skill_keys_held", "trigger_keys_held"}
     assert reads - operator_reads <= _SCOPED_READS
 
 

@@ -1,0 +1,205 @@
+"""Seed files, all or nothing: validate the whole file, then write it in one transaction.
+
+A seed file (YAML or JSON, see ``docs/seed-files.md``) holds skills and
+triggers for one or more scopes::
+
+    tenant: acme                 # optional: else --tenant
+    skills: [...]
+    triggers: [...]
+    scopes:                      # optional: more scopes in the same file
+      - tenant: globex
+        namespace: user-7
+        triggers: [...]
+
+Every entry of every scope is validated before anything is written, and
+the whole file is written in one transaction, so a failure leaves nothing of
+it behind. Every error names the file and the entry
+(``seed.yaml: triggers[2].task: must be a non-empty string``). Entries get
+identities (their ``identifier``, else a hash of their content), so running
+the same file twice leaves the graph as after the first run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from symfonic_graph.errors import ScopeError, ValidationError
+from symfonic_graph.layers.procedural import skill_row
+from symfonic_graph.layers.prospective import trigger_row
+from symfonic_graph.scope import MemoryScope
+from symfonic_graph.seedfile import SeedFile
+from symfonic_graph.store import GraphMemoryStore, Row, Statement, check_write_id, refuse_held_keys
+
+__all__ = ["SeedPlan", "SeedResult", "apply_seed", "plan_seed"]
+
+_TRIGGER_FIELDS = frozenset({"condition", "task", "identifier"})
+
+
+@dataclass(frozen=True)
+class ScopeRows:
+    """The validated rows of one scope of a seed file."""
+
+    scope: MemoryScope
+    skills: list[dict[str, Any]]
+    triggers: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class SeedPlan:
+    """A seed file, validated whole, ready to write in one transaction."""
+
+    path: Path
+    write_id: str | None
+    scopes: list[ScopeRows]
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(skills, triggers) in the whole file."""
+        return sum(len(s.skills) for s in self.scopes), sum(len(s.triggers) for s in self.scopes)
+
+
+@dataclass(frozen=True)
+class SeedResult:
+    """What a seed run wrote, per scope."""
+
+    scopes: list[tuple[MemoryScope, list[str], list[str]]]
+
+
+def _scope(path: Path, where: str, block: Mapping[str, Any], default: MemoryScope | None) -> MemoryScope:
+    tenant, namespace = block.get("tenant"), block.get("namespace")
+    if tenant is None:
+        if default is None:
+            raise ValidationError(f"{path}: {where}tenant", "is required (in the file, or give --tenant)")
+        if "namespace" in block:
+            return _checked_scope(path, where, default.tenant_id, namespace)
+        return default
+    if default is not None and (tenant, namespace) != (default.tenant_id, default.namespace) and not where:
+        raise ValidationError(
+            f"{path}: tenant",
+            f"the file names tenant {tenant!r} namespace {namespace!r} but the command line names "
+            f"{default.tenant_id!r} namespace {default.namespace!r}; drop one of them",
+        )
+    return _checked_scope(path, where, tenant, namespace)
+
+
+def _checked_scope(path: Path, where: str, tenant: object, namespace: object) -> MemoryScope:
+    try:
+        return MemoryScope(tenant, namespace)  # type: ignore[arg-type]
+    except ScopeError as exc:
+        raise ValidationError(f"{path}: {where}tenant", str(exc)) from None
+
+
+def _rows(
+    path: Path,
+    where: str,
+    entries: Sequence[Any],
+    build: Callable[[int, Mapping[str, Any]], dict[str, Any]],
+    kind: str,
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for i, entry in enumerate(entries):
+        field = f"{where}{kind}[{i}]"
+        if not isinstance(entry, Mapping):
+            raise ValidationError(f"{path}: {field}", "must be a mapping")
+        try:
+            row = build(i, entry)
+        except ValidationError as exc:
+            raise ValidationError(f"{path}: {where}{exc.field}", exc.problem) from None
+        key = row["base_key"] or row["key"]
+        if key in seen:
+            same = "identifier" if row["identifier"] is not None else "content"
+            raise ValidationError(
+                f"{path}: {field}", f"has the same {same} as {where}{kind}[{seen[key]}]; each entry once per scope"
+            )
+        seen[key] = i
+        rows.append(row)
+    return rows
+
+
+def plan_seed(seed: SeedFile, default: MemoryScope | None, *, write_id: str | None = None) -> SeedPlan:
+    """Validate a whole seed file; nothing is written. Errors name the file and the entry."""
+    path = seed.path
+    wid = check_write_id(write_id)
+    scopes: list[ScopeRows] = []
+    owners: dict[MemoryScope, str] = {}
+    for where, block in seed.blocks:
+        scope = _scope(path, where, block, default)
+        if scope in owners:
+            raise ValidationError(f"{path}: {where or 'tenant'}",
+                                  f"names the same scope as {owners[scope] or 'the top level'}; merge them")
+        owners[scope] = where
+
+        def build_skill(i: int, entry: Mapping[str, Any], scope: MemoryScope = scope) -> dict[str, Any]:
+            return skill_row(scope, entry, write_id=wid, field_prefix=f"skills[{i}].", keyed_by_content=True)
+
+        def build_trigger(i: int, entry: Mapping[str, Any], scope: MemoryScope = scope) -> dict[str, Any]:
+            unknown = set(entry) - _TRIGGER_FIELDS
+            if unknown:
+                raise ValidationError(f"triggers[{i}].{sorted(unknown)[0]}", "unknown field")
+            return trigger_row(scope, condition=entry.get("condition"), task=entry.get("task"),
+                               identifier=entry.get("identifier"), write_id=wid,
+                               field_prefix=f"triggers[{i}].", keyed_by_content=True)
+
+        skills = _rows(path, where, block.get("skills") or [], build_skill, "skills")
+        triggers = _rows(path, where, block.get("triggers") or [], build_trigger, "triggers")
+        scopes.append(ScopeRows(scope, skills, triggers))
+    return SeedPlan(path, wid, scopes)
+
+
+def _statements(plan: SeedPlan) -> tuple[list[Statement], dict[int, Callable[[int, list[Row]], None]]]:
+    statements: list[Statement] = []
+    checks: dict[int, Callable[[int, list[Row]], None]] = {}
+    for block in plan.scopes:
+        scope = block.scope
+        if plan.write_id is not None:
+            checks[len(statements) + 1] = _refuse_published(plan.write_id, scope)
+            statements += [("catalog_lock", {"tenant_id": scope.tenant_id}),
+                           ("write_id_published", {**scope.params(), "write_id": plan.write_id})]
+        if block.skills:
+            checks[len(statements)] = refuse_held_keys(len(statements), "skill")
+            statements += [("skill_keys_held", {"keys": [r["key"] for r in block.skills], **scope.params()}),
+                           ("skills_write", {"rows": block.skills}),
+                           ("catalog_bump", {"tenant_id": scope.tenant_id})]
+        if block.triggers:
+            checks[len(statements)] = refuse_held_keys(len(statements), "trigger")
+            statements += [("trigger_keys_held", {"keys": [r["key"] for r in block.triggers], **scope.params()}),
+                           ("triggers_write", {"rows": block.triggers})]
+    return statements, checks
+
+
+def _refuse_published(write_id: str, scope: MemoryScope) -> Callable[[int, list[Row]], None]:
+    def check(index: int, rows: list[Row]) -> None:
+        if rows and rows[0]["published"]:
+            raise ValidationError(
+                "write_id", f"{write_id!r} was already published in {scope!r}; stage under a fresh write_id"
+            )
+
+    return check
+
+
+async def apply_seed(store: GraphMemoryStore, plan: SeedPlan) -> SeedResult:
+    """Write a validated seed file in one transaction: all of it, or (on any error) nothing."""
+    statements, checks = _statements(plan)
+    if not statements:
+        return SeedResult([(b.scope, [], []) for b in plan.scopes])
+
+    def check(index: int, rows: list[Row]) -> None:
+        if index in checks:
+            checks[index](index, rows)
+
+    try:
+        results = await store.write(statements, _check=check)
+    except ValidationError as exc:
+        raise ValidationError(f"{plan.path}: {exc.field}", exc.problem) from None
+    written = ("skills_write", "triggers_write")
+    ids = iter(rows for (name, _), rows in zip(statements, results, strict=True) if name in written)
+    out = []
+    for block in plan.scopes:
+        skills = [str(r["id"]) for r in next(ids)] if block.skills else []
+        triggers = [str(r["id"]) for r in next(ids)] if block.triggers else []
+        out.append((block.scope, skills, triggers))
+    return SeedResult(out)
