@@ -41,6 +41,8 @@ PUBLISH_SETTLE_SECONDS = 300.0
 # Identifiers and write ids go into the uniquely indexed `symfonic_key`, whose
 # index entries Neo4j caps at about 8 kB: bound them so the key always fits.
 MAX_KEY_PART = 256
+# The largest count a limit takes (Cypher integers are 64-bit).
+MAX_COUNT = 2**62
 # The largest age `prune` takes: beyond it a Cypher duration would overflow.
 MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
 
@@ -340,6 +342,13 @@ class GraphMemoryStore:
         """The tenant's catalog version: bumped by every library write to its skills."""
         rows = await self.read("catalog_version", tenant_id=scope.tenant_id)
         return int(rows[0]["version"]) if rows else 0
+
+
+def positive_count(field: str, value: object, *, most: int = MAX_COUNT) -> int:
+    """``value`` if it is an int from 1 to ``most``, else a ValidationError naming ``field``."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise ValidationError(field, f"must be a whole number from 1 to {most}, got {value!r}")
+    return value
 
 
 def owned_by(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], None]:

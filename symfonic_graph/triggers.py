@@ -32,7 +32,7 @@ from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.layers.prospective import ProspectiveLayer
 from symfonic_graph.models import Trigger
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.store import GraphMemoryStore, positive_count
 
 __all__ = [
     "TRIGGERS_HEADING",
@@ -105,7 +105,7 @@ class TriggerSelectionSink(Protocol):
 
 
 class _PendingReader(Protocol):
-    async def get_pending(self, scope: MemoryScope) -> list[Trigger]: ...
+    async def get_pending(self, scope: MemoryScope, *, limit: int | None = None) -> list[Trigger]: ...
 
 
 class GraphPendingTriggers:
@@ -123,15 +123,16 @@ class GraphPendingTriggers:
         ['Tell them the invoice is overdue.']
     """
 
-    def __init__(self, store: GraphMemoryStore) -> None:
+    def __init__(self, store: GraphMemoryStore, *, max_triggers: int = 100) -> None:
         if store is None:
             raise ValueError("pending triggers need a graph backend")
         self.store = store
+        self.max_triggers = positive_count("max_triggers", max_triggers)
         self._layer: _PendingReader = ProspectiveLayer(store)
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
-        """The unresolved triggers ``scope`` sees, oldest first."""
-        triggers = keep_owned(scope, await self._layer.get_pending(scope), "trigger")
+        """The unresolved triggers ``scope`` sees, oldest first (at most ``max_triggers``)."""
+        triggers = keep_owned(scope, await self._layer.get_pending(scope, limit=self.max_triggers), "trigger")
         return [PendingTrigger(t.id, t.condition, t.task) for t in triggers]
 
 

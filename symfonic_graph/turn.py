@@ -26,7 +26,7 @@ from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
 from symfonic_graph.preflight import build_preflight_contribution
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.store import GraphMemoryStore, positive_count
 from symfonic_graph.triggers import PendingTrigger
 from symfonic_graph.turn_scope import ScopeFrom, scope_from_turn, scope_of
 
@@ -34,6 +34,8 @@ log = logging.getLogger("symfonic_graph.turn")
 
 DEFAULT_MAX_AGE = 10.0
 """Seconds a cached catalog or snapshot may be reused (see ``TurnMemory``)."""
+DEFAULT_MAX_TRIGGERS = 100
+"""Pending triggers a turn reads at most, oldest first."""
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
 
 
@@ -90,6 +92,8 @@ class TurnMemory:
             context, then ``config["configurable"]``, then ``state["memory_scope"]``).
         include_negative: add the ``DO NOT`` sibling lines to the block.
         max_scopes: how many scopes' caches to keep (least recently used go).
+        max_triggers: pending triggers a turn reads at most, oldest first
+            (``doctor`` reports scopes holding more).
 
     Example:
         >>> memory = TurnMemory(store)
@@ -105,7 +109,9 @@ class TurnMemory:
         scope_from: ScopeFrom | None = None,
         include_negative: bool = False,
         max_scopes: int = 10_000,
+        max_triggers: int = DEFAULT_MAX_TRIGGERS,
     ) -> None:
+        self.max_triggers = positive_count("max_triggers", max_triggers)
         if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not 0 <= max_age < float("inf"):
             raise ValueError(f"max_age must be a finite number of seconds >= 0, got {max_age!r}")
         self.store = store
@@ -131,7 +137,7 @@ class TurnMemory:
         for _ in range(_TORN_READS):
             [row] = await self.store.read(
                 "turn_snapshot", **scope.params(), known_version=known,
-                write_id=None, include_drafts=False, include_retracted=False,
+                write_id=None, include_drafts=False, include_retracted=False, max_triggers=self.max_triggers,
             )
             if not row["skills_fresh"] and cached is not None:
                 break

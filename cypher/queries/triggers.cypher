@@ -14,20 +14,20 @@ FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET t:Symfon
 RETURN t.id AS id;
 
 // name: triggers_pending
-// params: tenant_id, namespace, write_id
-// Unresolved triggers the scope sees, oldest first.
+// params: tenant_id, namespace, write_id, limit
+// Unresolved triggers the scope sees, oldest first, at most $limit.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (t:Trigger)
 WHERE t.tenant_id = $tenant_id
+  AND t.status = 'pending'
   AND (t.namespace IS NULL OR t.namespace = $namespace)
   AND NOT coalesce(t.symfonic_replaced_by IN published, false)
   AND NOT t:SymfonicRetracted
   AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = $write_id
        OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
-  AND t.status = 'pending'
-RETURN t {.*} AS trigger
-ORDER BY t.created_at, t.id;
+WITH t ORDER BY t.created_at, t.id LIMIT $limit
+RETURN t {.*} AS trigger;
 
 // name: trigger_keys_held
 // params: keys, tenant_id, namespace

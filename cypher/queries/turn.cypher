@@ -1,9 +1,9 @@
 // name: turn_snapshot
-// params: tenant_id, namespace, known_version, write_id, include_drafts, include_retracted
+// params: tenant_id, namespace, known_version, write_id, include_drafts, include_retracted, max_triggers
 // Everything a turn reads before the model runs, in one round trip: the
 // tenant's catalog version, its visible approved skills (only when the
 // version differs from $known_version, or either is unusable) and the pending
-// triggers of the scope. Skills use the one visibility rule and projection
+// triggers of the scope (at most $max_triggers, oldest first). Skills use the one visibility rule and projection
 // (skill_projection.cypher); a turn passes write_id null and both flags false.
 // A catalog version that is not a non-negative integer comes back null: the
 // skills are then read on every turn (never cached on an odd version).
@@ -26,13 +26,13 @@ CALL (skills_fresh, published) {
 CALL (published) {
   OPTIONAL MATCH (t:Trigger)
   WHERE t.tenant_id = $tenant_id
+    AND t.status = 'pending'
     AND (t.namespace IS NULL OR t.namespace = $namespace)
     AND NOT coalesce(t.symfonic_replaced_by IN published, false)
     AND NOT t:SymfonicRetracted
     AND (NOT t:SymfonicUnpublished
          OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
-    AND t.status = 'pending'
-  WITH t ORDER BY t.created_at, t.id
+  WITH t ORDER BY t.created_at, t.id LIMIT $max_triggers
   RETURN collect(t {.id, .tenant_id, .namespace, .condition, .task, .status,
                     created_at: toStringOrNull(t.created_at)}) AS triggers
 }

@@ -9,12 +9,14 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.models import Trigger, trigger_from_row
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import (
+    MAX_COUNT,
     MAX_KEY_PART,
     GraphMemoryStore,
     check_write_id,
     content_key,
     new_id,
     owned_by,
+    positive_count,
     refuse_held_keys,
     staged_keys,
     trigger_key,
@@ -68,9 +70,12 @@ class ProspectiveLayer:
         )
         return [str(r["id"]) for r in results[1]]
 
-    async def get_pending(self, scope: MemoryScope, *, write_id: str | None = None) -> list[Trigger]:
-        """Unresolved triggers the scope sees, oldest first."""
-        rows = await self.store.read("triggers_pending", **scope.params(), write_id=check_write_id(write_id))
+    async def get_pending(
+        self, scope: MemoryScope, *, write_id: str | None = None, limit: int | None = None
+    ) -> list[Trigger]:
+        """Unresolved triggers the scope sees, oldest first (at most ``limit``)."""
+        rows = await self.store.read("triggers_pending", **scope.params(), write_id=check_write_id(write_id),
+                                     limit=MAX_COUNT if limit is None else positive_count("limit", limit))
         return [t for t in (trigger_from_row(r["trigger"]) for r in rows) if t is not None]
 
     async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> None:

@@ -20,14 +20,15 @@ PER_TURN = [
     pytest.param("skills_visible", _SKILLS, id="skills_visible"),
     pytest.param("skills_visible", {**_SKILLS, "namespace": "u-1", "include_drafts": True},
                  id="skills_visible-namespaced"),
-    pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": None, "write_id": None},
+    pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": None, "write_id": None, "limit": 100},
                  id="triggers_pending"),
-    pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": "w-1"},
+    pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": "w-1", "limit": 100},
                  id="triggers_pending-namespaced"),
     pytest.param("catalog_version", {"tenant_id": "t-plan"}, id="catalog_version"),
     pytest.param("facts_visible", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": None}, id="facts_visible"),
     pytest.param("turn_snapshot", {"tenant_id": "t-plan", "namespace": "u-1", "known_version": None,
-                                   "write_id": None, "include_drafts": False, "include_retracted": False},
+                                   "write_id": None, "include_drafts": False, "include_retracted": False,
+                                   "max_triggers": 100},
                  id="turn_snapshot"),
 ]
 SEEKS = {"NodeIndexSeek", "NodeUniqueIndexSeek"}
