@@ -53,16 +53,8 @@ from symfonic_graph._messages import (
     terminal_tool_calls,
 )
 from symfonic_graph.errors import ScopeError
-from symfonic_graph.preconditions import (
-    DroppedSkill,
-    StateFilterResult,
-    action_tool_of,
-    log_dropped,
-    partition_skills_by_state,
-    required_tools,
-    skill_id,
-    skill_label,
-)
+from symfonic_graph.preconditions import DroppedSkill, log_dropped
+from symfonic_graph.ruleset import RuleSet, rules_of
 
 __all__ = [
     "ENFORCE_FLAG",
@@ -204,18 +196,21 @@ class GateDecision:
         )
 
 
-def _check(skill: object, action_tool: str, called: frozenset[str]) -> SkillCheck:
-    required = tuple(required_tools(skill, action_tool))
-    missing = tuple(tool for tool in required if tool not in called)
-    return SkillCheck(skill_label(skill), skill_id(skill), required, missing)
-
-
-def _decide(filtered: StateFilterResult, tool_name: str, called: frozenset[str], call_id: str | None) -> GateDecision:
-    matched = tuple(_check(s, tool_name, called) for s in filtered.kept if action_tool_of(s) == tool_name)
-    dropped = tuple(d for d in filtered.dropped if action_tool_of(d.skill) == tool_name)
+def _decide(
+    rules: RuleSet, tool_name: str, called: frozenset[str], call_id: str | None, state: object, *, filtered: bool
+) -> GateDecision:
+    matched: list[SkillCheck] = []
+    dropped: list[DroppedSkill] = []
+    for rule in rules.for_tool(tool_name):
+        failure = rule.failure(state) if filtered else None
+        if failure is not None:
+            dropped.append(failure)
+            continue
+        missing = tuple(tool for tool in rule.required if tool not in called)
+        matched.append(SkillCheck(rule.label, rule.skill_id, rule.required, missing))
     blocking = next((check for check in matched if not check.satisfied), None)
     verdict: Verdict = "allowed" if blocking is None else "blocked"
-    return GateDecision(tool_name, call_id, verdict, matched, dropped, blocking, called)
+    return GateDecision(tool_name, call_id, verdict, tuple(matched), tuple(dropped), blocking, called)
 
 
 def explain_tool_call(
@@ -241,14 +236,15 @@ def explain_tool_call(
         >>> explain_tool_call([skill], "deploy", called=["auth"]).verdict
         'allowed'
     """
-    filtered = StateFilterResult(tuple(skills or ()), ()) if state is None else partition_skills_by_state(skills, state)
-    return _decide(filtered, tool_name, frozenset(called), call_id)
+    return _decide(rules_of(skills), tool_name, frozenset(called), call_id, state, filtered=state is not None)
 
 
 def gate_decisions(messages: Sequence[Any], skills: Iterable[Any] | None, state: object) -> tuple[GateDecision, ...]:
     """The gate's decision for each call of the terminal AI message, in call order.
 
-    Pure apart from one DEBUG line per skill dropped by the state filter.
+    Only the skills guarding a called tool are state-filtered (each dropped one
+    is logged once at DEBUG). Skills given as a ``RuleSet`` (as ``TurnMemory``
+    hands them) are not compiled again.
 
     Example:
         >>> gate_decisions([], [], {})
@@ -257,10 +253,11 @@ def gate_decisions(messages: Sequence[Any], skills: Iterable[Any] | None, state:
     calls = terminal_tool_calls(messages)
     if not calls:
         return ()
-    filtered = partition_skills_by_state(skills, state)
-    log_dropped(filtered.dropped)
+    rules = rules_of(skills)
     called = called_tools(messages[:-1])
-    return tuple(_decide(filtered, call.name, called, call.id) for call in calls)
+    decisions = tuple(_decide(rules, call.name, called, call.id, state, filtered=True) for call in calls)
+    log_dropped({id(d.skill): d for decision in decisions for d in decision.dropped}.values())
+    return decisions
 
 
 def gate_errors(messages: Sequence[Any], skills: Iterable[Any] | None, state: object) -> list[ToolMessage]:
@@ -280,7 +277,7 @@ async def _lookup(get_active_skills: SkillLookup, state: object) -> Iterable[Any
     result: Any = get_active_skills(state)
     if inspect.isawaitable(result):
         result = await result
-    return list(result or ())
+    return result if isinstance(result, RuleSet) else list(result or ())
 
 
 def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:

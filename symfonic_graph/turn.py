@@ -24,7 +24,7 @@ from typing import Any
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
-from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.ruleset import RuleSet, rules_of
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, positive_count
 from symfonic_graph.triggers import PendingTrigger
@@ -57,7 +57,7 @@ class TurnSnapshot:
 
     def preflight(self, state: Mapping[str, Any] | None = None) -> PluginContribution | None:
         """The ``## ENFORCED PRE-FLIGHT RULES`` block of this turn, or None."""
-        return build_preflight_contribution(list(self.skills), state, include_negative=self.include_negative)
+        return rules_of(self.skills).preflight(state, include_negative=self.include_negative)
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """Pending triggers, as a ``ProspectiveTriggerCapability`` source of this scope."""
@@ -142,7 +142,7 @@ class TurnMemory:
             if not row["skills_fresh"] and cached is not None:
                 break
             skills, torn = read_skills(row["skills"])
-            cached = _Catalog(row["version"], now, tuple(keep_owned(scope, skills, "skill")))
+            cached = _Catalog(row["version"], now, RuleSet(keep_owned(scope, skills, "skill")))
             if not torn:
                 break
             known = None  # caught a re-seed half applied: read again

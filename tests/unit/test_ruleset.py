@@ -1,0 +1,74 @@
+"""Compiled rules (``RuleSet``) give exactly what the pure functions give, and cache the block."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from symfonic_graph.gate import _decide, explain_tool_call
+from symfonic_graph.preconditions import action_tool_of, partition_skills_by_state, required_tools
+from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.ruleset import RuleSet, rules_of
+from tests.unit.test_properties import predicates, states
+
+TOOLS = ["t0", "t1", "t2"]
+items = st.one_of(st.sampled_from(["p0", "p1", "t0", "Say hi.", "p2(x=1)"]),
+                  st.builds(lambda p: {"state": p}, predicates),
+                  st.builds(lambda t: {"tool": t}, st.sampled_from(["p0", "p3"])))
+skills = st.lists(
+    st.builds(
+        lambda i, action, steps, pre, label: SimpleNamespace(id=f"s{i}", metadata={
+            "label": label, "action_tool": action, "steps": steps, "precondition": pre}),
+        st.integers(0, 99),
+        st.one_of(st.none(), st.sampled_from([*TOOLS, "t1(x=2)", "free text"])),
+        st.lists(st.sampled_from([*TOOLS, "do it"]), max_size=2),
+        st.one_of(st.none(), st.lists(items, max_size=4), st.sampled_from(["p0", "sentence here"])),
+        st.one_of(st.none(), st.sampled_from(["L", "", "Deploy"])),
+    ),
+    max_size=6,
+)
+
+
+def _content(block: Any) -> str | None:
+    return None if block is None else block.content
+
+
+@settings(max_examples=300, deadline=None)
+@given(skills, st.one_of(st.none(), states), st.booleans())
+def test_the_cached_block_is_byte_identical_to_building_it(skills: list[Any], state: Any, negative: bool) -> None:
+    rules = RuleSet(skills)
+    expected = build_preflight_contribution(skills, state, include_negative=negative)
+    assert rules.preflight(state, include_negative=negative) == expected
+    assert rules.preflight(state, include_negative=negative) == expected  # the cached answer too
+
+
+@settings(max_examples=300, deadline=None)
+@given(skills, states, st.sampled_from(TOOLS), st.sets(st.sampled_from(["p0", "p1", "p2", "p3"])))
+def test_compiled_decisions_match_the_pure_rules(skills: list[Any], state: Any, tool: str, called: set[str]) -> None:
+    decision = explain_tool_call(RuleSet(skills), tool, state=state, called=called)
+    kept = partition_skills_by_state(skills, state).kept
+    expected = [s for s in kept if action_tool_of(s) == tool]
+    assert [c.skill_id for c in decision.matched] == [s.id for s in expected]
+    assert [c.required for c in decision.matched] == [tuple(required_tools(s, tool)) for s in expected]
+    first_missing = next((s for s in expected if set(required_tools(s, tool)) - called), None)
+    assert decision.verdict == ("allowed" if first_missing is None else "blocked")
+    assert decision == _decide(rules_of(list(skills)), tool, frozenset(called), None, state, filtered=True)
+
+
+def test_a_state_with_unhashable_values_is_answered_but_not_cached() -> None:
+    skill = SimpleNamespace(metadata={"action_tool": "x", "precondition": [
+        "a", {"state": {"path": "tags", "op": "exists"}}]})
+    rules = RuleSet([skill])
+    assert rules.preflight({"tags": ["eu"]}) is not None
+    assert rules.preflight({"tags": ["eu"]}) == build_preflight_contribution([skill], {"tags": ["eu"]})
+    assert rules._blocks == {}
+    assert rules.preflight({"tags": "eu"}) is not None and len(rules._blocks) == 1
+
+
+def test_rules_of_keeps_a_ruleset_and_compiles_anything_else() -> None:
+    rules = RuleSet([])
+    assert rules_of(rules) is rules
+    assert isinstance(rules_of(None), RuleSet) and rules_of([]) == ()
