@@ -4,9 +4,12 @@
 // already exists replaces that skill (same id), its old preconditions removed.
 // The skill and its new preconditions share `symfonic_rev` ("<uuid>/<count>")
 // so that a reader racing this write can tell a torn skill and read again.
-UNWIND $rows AS row
+// A batch keeps its order: each new skill's created_at is one microsecond
+// after the previous row's, so a catalog lists a file's rules in file order.
+UNWIND range(0, size($rows) - 1) AS seq
+WITH $rows[seq] AS row, seq
 MERGE (s:Skill {symfonic_key: row.key})
-ON CREATE SET s.id = row.id, s.created_at = datetime()
+ON CREATE SET s.id = row.id, s.created_at = datetime() + duration({microseconds: seq})
 SET s.tenant_id = row.tenant_id,
     s.namespace = row.namespace,
     s.label = row.label,

@@ -3,9 +3,10 @@
 // Store reminders as pending triggers; staged when the row has a write_id.
 // A row whose key exists (same identifier in the same scope) replaces that
 // trigger's condition and task (same id) and makes it pending again.
-UNWIND $rows AS row
+UNWIND range(0, size($rows) - 1) AS seq
+WITH $rows[seq] AS row, seq
 MERGE (t:Trigger {symfonic_key: row.key})
-ON CREATE SET t.id = row.id, t.created_at = datetime()
+ON CREATE SET t.id = row.id, t.created_at = datetime() + duration({microseconds: seq})
 SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row.identifier,
     t.condition = row.condition, t.task = row.task, t.status = 'pending', t.resolved_at = null,
     t.updated_at = datetime(), t.symfonic_write_id = row.write_id, t.symfonic_base_key = row.base_key

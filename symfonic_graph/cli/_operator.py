@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from symfonic_graph.seeding import apply_seed, plan_seed
 from symfonic_graph.store import GraphMemoryStore
 
 _SEED_TIMEOUT = 290.0  # seconds for the one transaction of a seed file
+_ROWS_SHOWN = 100  # rows of a statement's result that `cypher run` prints
 
 
 def register(sub: Any) -> None:
@@ -45,7 +47,9 @@ def register(sub: Any) -> None:
     add_scope_flags(listing)
     add_json_flag(listing)
     listing.add_argument("--drafts", action="store_true", help="include drafts")
-    listing.add_argument("--write-id", default=None, help="include this staged write")
+    listing.add_argument("--write-id", default=None,
+                         help="preview this staged write: the catalog as it will be after publish")
+    listing.add_argument("--retracted", action="store_true", help="include retracted skills (marked)")
     listing.set_defaults(handler=lambda a: anyio.run(_skills_list, a))
 
     triggers = sub.add_parser("triggers", help="inspect and resolve stored reminders")
@@ -53,6 +57,7 @@ def register(sub: Any) -> None:
     tlist = trig_actions.add_parser("list", help="pending triggers the scope sees")
     add_scope_flags(tlist)
     add_json_flag(tlist)
+    tlist.add_argument("--write-id", default=None, help="include this staged write")
     tlist.set_defaults(handler=lambda a: anyio.run(_triggers_list, a))
     resolve = trig_actions.add_parser("resolve", help="mark a trigger resolved")
     resolve.add_argument("trigger_id")
@@ -63,6 +68,7 @@ def register(sub: Any) -> None:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("node_id")
         add_scope_flags(p)
+        add_json_flag(p)
         if name == "retract":
             p.add_argument("--reason", default="", help="why (kept for audit)")
         p.set_defaults(handler=lambda a, n=name: anyio.run(_marker, a, n))
@@ -70,6 +76,7 @@ def register(sub: Any) -> None:
         p = sub.add_parser(name, help=helptext)
         p.add_argument("write_id")
         add_scope_flags(p)
+        add_json_flag(p)
         p.set_defaults(handler=lambda a, n=name: anyio.run(_staged, a, n))
 
 
@@ -112,6 +119,10 @@ async def _cypher_run(args: argparse.Namespace) -> int:
             counters = summary.counters
             print(f"{args.file}:{statement.line}: ok ({counters.nodes_created} nodes created, "
                   f"{counters.properties_set} properties set, {len(records)} rows)")
+            for record in records[:_ROWS_SHOWN]:
+                print("  " + json.dumps(record.data(), default=str, ensure_ascii=False))
+            if len(records) > _ROWS_SHOWN:
+                print(f"  ... {len(records) - _ROWS_SHOWN} more row(s)")
     print(f"ran {len(statements)} statement(s)")
     return 0
 
@@ -122,20 +133,33 @@ def skill_json(skill: Skill) -> dict[str, Any]:
             "guards": action_tool_of(skill)}
 
 
+def _after_publish(skills: list[Skill]) -> list[Skill]:
+    """The catalog as it will read after publishing: a staged re-seed replaces the live skill of its identifier."""
+    staged = {(s.namespace, s.identifier) for s in skills if s.staged and s.identifier is not None}
+    return [s for s in skills if s.staged or (s.namespace, s.identifier) not in staged]
+
+
+def _precondition_text(skill: Skill) -> str:
+    return json.dumps(skill.metadata["precondition"], ensure_ascii=False)
+
+
 async def _skills_list(args: argparse.Namespace) -> int:
     async with open_store() as store:
         skills = await ProceduralLayer(store).query_skills(
-            scope_of(args), include_drafts=args.drafts, write_id=args.write_id
+            scope_of(args), include_drafts=args.drafts, write_id=args.write_id, include_retracted=args.retracted
         )
+    if args.write_id is not None:
+        skills = _after_publish(skills)
     data = [skill_json(s) for s in skills]
-    lines = [f"{s.id}  {s.status:<8} {s.label}  action={s.action_tool}  precondition={s.precondition}" for s in skills]
+    lines = [f"{s.id}  {s.status:<8} {s.label}  guards={action_tool_of(s)}  precondition={_precondition_text(s)}"
+             + ("  [retracted]" if s.retracted else "") + ("  [staged]" if s.staged else "") for s in skills]
     emit(args, data, "\n".join(lines) or "(no skills)")
     return 0
 
 
 async def _triggers_list(args: argparse.Namespace) -> int:
     async with open_store() as store:
-        triggers = await ProspectiveLayer(store).get_pending(scope_of(args))
+        triggers = await ProspectiveLayer(store).get_pending(scope_of(args), write_id=args.write_id)
     data = [t.model_dump(mode="json") for t in triggers]
     emit(args, data, "\n".join(f"{t.id}  when: {t.condition}  ->  {t.task}" for t in triggers) or "(no triggers)")
     return 0
@@ -148,21 +172,34 @@ async def _triggers_resolve(args: argparse.Namespace) -> int:
     return 0
 
 
+_DONE = {"retract": "retracted", "restore": "restored", "publish": "published", "discard": "discarded"}
+
+
 async def _marker(args: argparse.Namespace, name: str) -> int:
+    scope = scope_of(args)
     async with open_store() as store:
         if name == "retract":
-            await store.retract(scope_of(args), args.node_id, reason=args.reason)
+            await store.retract(scope, args.node_id, reason=args.reason)
         else:
-            await store.restore(scope_of(args), args.node_id)
-    print(f"{name}d {args.node_id}")
+            await store.restore(scope, args.node_id)
+    emit(args, {"action": name, "node_id": args.node_id, "tenant_id": scope.tenant_id,
+                "namespace": scope.namespace}, f"{_DONE[name]} {args.node_id}")
     return 0
 
 
 async def _staged(args: argparse.Namespace, name: str) -> int:
+    scope = scope_of(args)
     async with open_store() as store:
         if name == "publish":
-            count = await store.publish(scope_of(args), args.write_id)
+            count = await store.publish(scope, args.write_id)
         else:
-            count = await store.discard(scope_of(args), args.write_id)
-    print(f"{name}ed {count} node(s) of write {args.write_id}")
+            count = await store.discard(scope, args.write_id)
+    if count == 0:
+        print(f"error: nothing is staged under write id {args.write_id!r} in tenant {scope.tenant_id!r} "
+              f"namespace {scope.namespace!r} (already {_DONE[name]}, or a typo in the write id or scope?)",
+              file=sys.stderr)
+        return 1
+    emit(args, {"action": name, "write_id": args.write_id, "tenant_id": scope.tenant_id,
+                "namespace": scope.namespace, "nodes": count},
+         f"{_DONE[name]} {count} node(s) of write {args.write_id}")
     return 0
