@@ -22,7 +22,10 @@ def register(sub: Any) -> None:
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(handler=lambda a: anyio.run(_schema_status, a.json))
     demo = sub.add_parser("demo", help="run the scripted multi-tenant agent demo (starts the local Neo4j if needed)")
-    demo.set_defaults(handler=lambda a: _demo())
+    demo.add_argument("--agent", choices=["langgraph", "middleware"], default="langgraph",
+                      help="langgraph: a StateGraph with the guarded tool node (default); "
+                           "middleware: LangChain create_agent with MemoryMiddleware (needs the langchain extra)")
+    demo.set_defaults(handler=lambda a: _demo(a.agent))
     smoke = sub.add_parser("smoke", help="seed and read back one skill in a throwaway tenant")
     smoke.set_defaults(handler=lambda a: anyio.run(_smoke))
 
@@ -60,7 +63,7 @@ async def _smoke() -> int:
     return 0
 
 
-def _demo() -> int:
+def _demo(agent: str = "langgraph") -> int:
     import os
     import sys
 
@@ -73,7 +76,7 @@ def _demo() -> int:
 
     async def go() -> None:
         async with open_store() as store:
-            await run_demo(store)
+            await run_demo(store, agent=agent)
 
     anyio.run(go)
     return 0
