@@ -18,12 +18,16 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Final
 
-from symfonic_graph.errors import MemoryContractError, ValidationError
+from neo4j.exceptions import ClientError
+
+from symfonic_graph import _validate as v
+from symfonic_graph.errors import MemoryContractError, SchemaError, ScopeError, SymfonicGraphError, ValidationError
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, check_write_id
 from symfonic_graph.triggers import ProspectiveTriggerCapability
@@ -32,9 +36,13 @@ __all__ = [
     "MemoryLayer",
     "RecallHit",
     "RetrievalPolicy",
+    "MAX_TERMS",
+    "MAX_TERM_CHARS",
+    "RECALL_INDEX",
     "escape_lucene",
     "recall",
     "recall_policy_for",
+    "recall_search",
     "without_prospective_recall",
 ]
 
@@ -70,6 +78,25 @@ _LUCENE_SPECIAL = re.compile(r'([+\-!(){}\[\]^"~*?:\\/&|])')
 _LUCENE_OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
 _MAX_TERMS: Final = 256
 _MAX_LIMIT: Final = 1000
+
+RECALL_INDEX: Final = "symfonic_memory_text_v2"
+"""The full-text index recall queries (migration 0004); it also indexes ``tenant_id``."""
+MAX_TERMS: Final = 128
+"""At most this many distinct terms of the recall text are searched; the rest is ignored.
+
+Each term is one phrase clause per text field (5), plus one for the tenant:
+641 clauses at most, well under Lucene's limit of 1024.
+"""
+MAX_TERM_CHARS: Final = 255
+"""A longer term is cut to this many characters (Lucene's own token length limit)."""
+# The text fields of RECALL_INDEX; user terms never search `tenant_id`.
+_TEXT_FIELDS: Final = ("label", "context", "condition", "task", "text")
+# Characters where Lucene's standard tokenizer (UAX #29) always ends a word, so
+# splitting the text there changes no token. A double quote is kept between two
+# Hebrew letters (gershayim, as in abbreviations), where the tokenizer keeps it.
+_TERM_BREAK = re.compile(
+    r'[\s(){}\[\]<>!?*+=|&^~/\\`@#$%-]+|(?<![\u05d0-\u05ea])"|"(?![\u05d0-\u05ea])'
+)
 
 
 def _layers(value: object) -> frozenset[MemoryLayer]:
@@ -112,19 +139,42 @@ class RetrievalPolicy:
         return MemoryLayer(layer) in self.enabled_layers
 
 
+def _policy(policy: object) -> RetrievalPolicy:
+    if policy is None:
+        return RetrievalPolicy()
+    if not isinstance(policy, RetrievalPolicy):
+        raise ValidationError(
+            "policy", f"must be a RetrievalPolicy or None, got {type(policy).__name__}; "
+            "build one with RetrievalPolicy({MemoryLayer.SEMANTIC, ...})"
+        )
+    return policy
+
+
+def _recall_error(exc: ClientError) -> SymfonicGraphError | None:
+    """A typed error for a server-side failure of the recall query; None if ``exc`` is one already."""
+    message = exc.message or str(exc)
+    if "no such fulltext schema index" in message.lower():
+        return SchemaError(
+            f"the full-text index {RECALL_INDEX} is missing: run `symfonic-graph schema apply` "
+            "(or `await store.apply_schema()`) to apply migration 0004"
+        )
+    if isinstance(exc, SymfonicGraphError):
+        return None
+    return SymfonicGraphError(f"recall failed on the server ({exc.code}): {message}")
+
+
 def without_prospective_recall(policy: RetrievalPolicy | None = None) -> RetrievalPolicy:
     """``policy`` (default: all layers) without the prospective layer.
 
     Raises:
         MemoryContractError: if no layer would be left.
+        ValidationError: if ``policy`` is not a ``RetrievalPolicy`` or None.
 
     Example:
         >>> sorted(without_prospective_recall().enabled_layers)
         ['episodic', 'procedural', 'semantic', 'working']
     """
-    base = RetrievalPolicy() if policy is None else policy
-    if not isinstance(base, RetrievalPolicy):
-        raise TypeError(f"policy must be a RetrievalPolicy or None, got {type(base).__name__}")
+    base = _policy(policy)
     remaining = base.enabled_layers - {MemoryLayer.PROSPECTIVE}
     if not remaining:
         raise MemoryContractError(
@@ -177,9 +227,10 @@ class RecallHit:
 def escape_lucene(text: str) -> str:
     """``text`` with every Lucene operator made literal (the result is a parameter value).
 
-    Special characters get a backslash; the bare words ``AND``/``OR``/``NOT``/``TO``
-    are lowercased (the index analyzer lowercases terms anyway); at most 256
-    terms are kept.
+    Kept for callers that query a full-text index of their own; ``recall``
+    builds its query with ``recall_search``. Special characters get a
+    backslash; the bare words ``AND``/``OR``/``NOT``/``TO`` are lowercased
+    (the index analyzer lowercases terms anyway); at most 256 terms are kept.
 
     Example:
         >>> print(escape_lucene("what? (a) AND b"))
@@ -188,6 +239,59 @@ def escape_lucene(text: str) -> str:
     terms = text.split()[:_MAX_TERMS]
     escaped = (_LUCENE_SPECIAL.sub(r"\\\1", term) for term in terms)
     return " ".join(_LUCENE_OPERATOR.sub(lambda m: m.group(1).lower(), term) for term in escaped)
+
+
+def _searchable(term: str) -> bool:
+    """True iff the term holds a character Lucene's tokenizer can make a token of."""
+    return any(ch.isalnum() or unicodedata.category(ch) == "So" for ch in term)
+
+
+def _phrase(text: str) -> str:
+    """``text`` as a Lucene phrase: only ``\\`` and ``"`` are special inside quotes."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def recall_search(tenant_id: str, text: str) -> str:
+    """The Lucene query recall sends for ``text`` in ``tenant_id``; ``""`` when nothing is searchable.
+
+    Shape: ``+tenant_id:"<tenant>"^0 +(label:(<terms>) context:(<terms>) ...)``.
+    The tenant is a required clause, so the full-text search itself yields
+    only the tenant's nodes; Lucene tokenises the id (``t-3f2a`` is the phrase
+    ``t 3f2a``), so it may also yield a tenant whose id contains those tokens in
+    order (``acme`` and ``acme-eu``), never fewer than the tenant's own. The
+    exact Cypher equality in ``memory_recall`` decides visibility. Boost 0
+    keeps the clause out of the score, so a node that matched only the tenant
+    scores 0 and recall drops it. A tenant id with no letters or digits
+    (``---``) analyses to nothing; Lucene then drops the clause, which is still
+    correct, only not narrowed.
+
+    The text is split at whitespace and at characters where Lucene's
+    tokenizer ends a word anyway (``-``, ``/``, brackets, operators, ...);
+    terms without a letter, digit or symbol are skipped, duplicates (ignoring
+    case) dropped, each term is cut to ``MAX_TERM_CHARS`` characters and the
+    first ``MAX_TERMS`` are kept. Each term is a quoted phrase, so Lucene
+    syntax in it is literal and it costs one clause per field however many
+    tokens it holds. The result is a parameter value, never query text.
+
+    Example:
+        >>> print(recall_search("acme-eu", "invoice?"))  # doctest: +NORMALIZE_WHITESPACE
+        +tenant_id:"acme-eu"^0 +(label:("invoice") context:("invoice") condition:("invoice")
+        task:("invoice") text:("invoice"))
+        >>> recall_search("acme", "?? -- **")
+        ''
+    """
+    terms: dict[str, str] = {}
+    for piece in _TERM_BREAK.split(text):
+        term = piece[:MAX_TERM_CHARS]
+        if term and _searchable(term):
+            terms.setdefault(term.lower(), term)
+            if len(terms) == MAX_TERMS:
+                break
+    if not terms:
+        return ""
+    group = "(" + " ".join(_phrase(t) for t in terms.values()) + ")"
+    fields = " ".join(f"{field}:{group}" for field in _TEXT_FIELDS)
+    return f"+tenant_id:{_phrase(tenant_id)}^0 +({fields})"
 
 
 def _content(row: dict[str, Any], layer: MemoryLayer) -> str | None:
@@ -220,11 +324,15 @@ async def recall(
 ) -> list[RecallHit]:
     """Search the policy's layers for ``query``; best hits first.
 
-    One full-text query (index ``symfonic_memory_text``) whose ``WHERE``
-    enforces the scope's visibility, the markers, approved skills and pending
-    triggers. ``query`` is escaped (see ``escape_lucene``) and passed as a
-    parameter; a blank query returns ``[]``. Layers without graph backing
-    (episodic, working) contribute nothing.
+    One full-text query (index ``symfonic_memory_text_v2``) built by
+    ``recall_search``: the tenant is a required clause of the search itself,
+    so the cost does not grow with other tenants' data, and the ``WHERE``
+    then enforces the scope's visibility exactly, the markers, approved
+    skills and pending triggers. ``query`` may be any text, a pasted
+    message or document included: Lucene syntax in it is literal, and only
+    its first ``MAX_TERMS`` distinct terms are searched. A query with nothing
+    searchable (blank, punctuation only) returns ``[]``. Layers without
+    graph backing (episodic, working) contribute nothing.
 
     Args:
         store: the graph.
@@ -234,25 +342,48 @@ async def recall(
         limit: the most hits to return (1..1000).
         write_id: also see the nodes of this staged write.
 
+    Raises:
+        ValidationError: ``query`` is not a string or not valid Unicode (a
+            lone surrogate), ``limit`` is out of range, ``policy`` or
+            ``write_id`` is malformed.
+        ScopeError: ``scope`` is not a ``MemoryScope``.
+        SchemaError: the recall index is missing (run ``apply_schema``).
+        StoreUnavailableError: Neo4j did not answer in time, or is down.
+
     Example:
         >>> [str(h) for h in await recall(store, MemoryScope("acme"), "invoice")]
         ['[prospective] user mentions the invoice -> Say it is overdue.']
     """
+    if not isinstance(scope, MemoryScope):
+        raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
     if not isinstance(query, str):
-        raise ValidationError("query", f"must be a string, got {type(query).__name__}")
+        raise ValidationError("query", f"must be a string, got {type(query).__name__}; pass the text to search for")
+    try:
+        v.encodable("query", query)
+    except ValidationError as exc:
+        raise ValidationError(
+            "query", f"{exc.problem}; decode the text with errors='replace', or drop the lone surrogates"
+        ) from None
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_LIMIT:
-        raise ValidationError("limit", f"must be an int from 1 to {_MAX_LIMIT}")
-    chosen = RetrievalPolicy() if policy is None else policy
-    if not isinstance(chosen, RetrievalPolicy):
-        raise TypeError(f"policy must be a RetrievalPolicy or None, got {type(chosen).__name__}")
+        shown = repr(limit) if isinstance(limit, int) and not isinstance(limit, bool) else type(limit).__name__
+        raise ValidationError(
+            "limit", f"must be an int from 1 to {_MAX_LIMIT} (the most hits to return), got {shown[:40]}"
+        )
+    chosen = _policy(policy)
+    wid = check_write_id(write_id)
     labels = sorted(_LABELS[layer] for layer in chosen.enabled_layers if layer in _LABELS)
-    search = escape_lucene(query)
+    search = recall_search(scope.tenant_id, query)
     if not labels or not search:
         return []
-    rows = await store.read(
-        "memory_recall", **scope.params(), write_id=check_write_id(write_id),
-        search=search, labels=labels, limit=limit,
-    )
+    try:
+        rows = await store.read(
+            "memory_recall", **scope.params(), write_id=wid, search=search, labels=labels, limit=limit,
+        )
+    except ClientError as exc:  # the store's QueryError is one too
+        error = _recall_error(exc)
+        if error is None:
+            raise
+        raise error from exc
     hits = []
     for row in rows:
         if not scope.owns(row.get("tenant_id"), row.get("namespace")):

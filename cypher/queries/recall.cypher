@@ -1,15 +1,22 @@
 // name: memory_recall
 // params: tenant_id, namespace, write_id, search, labels, limit
-// Generic recall: full-text search over skills, triggers and facts. `search`
-// is an escaped Lucene query; `labels` lists the node labels the retrieval
-// policy allows. Visibility is enforced here: tenant, namespace, markers,
-// approved and active skills only, pending triggers only.
+// Generic recall: full-text search over skills, triggers and facts (index
+// symfonic_memory_text_v2, migration 0004). `search` is built by
+// recall.recall_search: `+tenant_id:"<tenant>"^0 +(<text fields>:(<terms>))`,
+// so the tenant is a required clause INSIDE the search and the procedure
+// yields only this tenant's candidates. The clause has boost 0: a node that
+// matched the tenant but none of the terms scores 0 and is dropped here
+// (`score > 0`). Lucene tokenises the tenant id, so the exact equality below
+// stays the authority on visibility: tenant, namespace, markers, approved and
+// active skills only, pending triggers only. `labels` lists the node labels
+// the retrieval policy allows.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
-CALL db.index.fulltext.queryNodes('symfonic_memory_text', $search) YIELD node, score
+CALL db.index.fulltext.queryNodes('symfonic_memory_text_v2', $search) YIELD node, score
 WITH node, score, published,
      CASE WHEN node:Skill THEN 'Skill' WHEN node:Trigger THEN 'Trigger' WHEN node:Fact THEN 'Fact' END AS kind
-WHERE node.tenant_id = $tenant_id
+WHERE score > 0
+  AND node.tenant_id = $tenant_id
   AND (node.namespace IS NULL OR node.namespace = $namespace)
   AND NOT coalesce(node.symfonic_replaced_by IN published, false)
   AND NOT node:SymfonicRetracted
