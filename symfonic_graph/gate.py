@@ -42,6 +42,7 @@ from typing import Any, Final, Literal
 
 from langchain_core.messages import ToolMessage
 
+from symfonic_graph import telemetry
 from symfonic_graph._messages import (
     GATE_MARKER_KEY,
     GATE_MARKER_VALUE,
@@ -284,6 +285,7 @@ def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
     return tuple(GateDecision(c.name, c.id, "store_unavailable") for c in calls)
 
 
+@telemetry.traced_gate
 async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool = False) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from symfonic_graph import telemetry
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
@@ -122,6 +123,7 @@ class TurnMemory:
         self._catalogs: OrderedDict[MemoryScope, _Catalog] = OrderedDict()
         self._snapshots: OrderedDict[MemoryScope, TurnSnapshot] = OrderedDict()
 
+    @telemetry.traced_turn
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
         """Read this turn's memory in one query and remember it for the gate.
 
@@ -149,6 +151,7 @@ class TurnMemory:
         else:
             log.error("skills of %s still look torn after %d reads; using the last read "
                       "(run `symfonic-graph doctor`)", scope, _TORN_READS)
+        telemetry.note_turn_read("turn_snapshot", skills_cached=not row["skills_fresh"])
         assert cached is not None
         _remember(self._catalogs, scope, cached, self.max_scopes)
         snapshot = TurnSnapshot(scope, row["version"], cached.skills, _triggers(scope, row["triggers"]), now,
