@@ -286,7 +286,7 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
             items.append({"state": pred})
     if row.get("foreign"):
         problems.append(f"precondition: {row['foreign']} node(s) without this skill's tenant_id were ignored")
-    skill = Skill(
+    skill = Skill.model_construct(  # every field was validated above: no second pass
         id=record.id,
         tenant_id=record.tenant_id,
         namespace=record.namespace,

@@ -1,8 +1,9 @@
 """Test fixtures: a real Neo4j found through documented environment variables.
 
 Order of preference:
-1. ``NEO4J_URI`` / ``NEO4J_USER`` / ``NEO4J_PASSWORD`` (/ ``NEO4J_DATABASE``),
-   e.g. after ``eval "$(symfonic-graph server start)"``;
+1. ``NEO4J_URI`` / ``NEO4J_USER`` / ``NEO4J_PASSWORD`` (/ ``NEO4J_DATABASE``):
+   ``./dev test`` sets them to its own test server (``.symfonic-graph/test/``,
+   port ``$SYMFONIC_TEST_NEO4J_PORT``, default 7688), never the dev server;
 2. a testcontainers Neo4j when a Docker engine answers;
 3. otherwise every test that needs Neo4j fails at once, saying how to start one.
 
@@ -57,8 +58,8 @@ def neo4j_settings() -> Iterator[Neo4jSettings]:
             yield Neo4jSettings(container.get_connection_url(), "neo4j", container.password, None)
         return
     pytest.fail(
-        "No Neo4j for the integration tests: run `eval \"$(symfonic-graph server start)\"` "
-        "(or `docker compose up -d --wait` and export NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD), then rerun.",
+        "No Neo4j for the integration tests: run them with `./dev test` (it starts a test server of its own), "
+        "or export NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD (e.g. after `docker compose up -d --wait`), then rerun.",
         pytrace=False,
     )
 

@@ -1,42 +1,87 @@
 // Demo seed for `symfonic-graph demo`: two tenants in one database, plain
 // Cypher in the documented shape, no library call and no markers.
-// Idempotent: MERGE on ids, preconditions replaced.
+//
+// Idempotent and keyed like library writes: every skill and reminder is
+// MERGEd on its `symfonic_key`, the key the library gives the same
+// identifier in the same scope (json.dumps of ["skill" | "trigger",
+// tenant_id, namespace, identifier]). So running the seed again, or seeding
+// `deliver-weekly` into acme with the library or a seed file, replaces the
+// one node instead of adding a second. Each skill is one statement (node and
+// preconditions together), so a turn never reads it half written.
 
-MERGE (s:Skill {id: 'demo-acme-deliver'})
-SET s.tenant_id = 'acme', s.namespace = null, s.label = 'Deliver the weekly report',
-    s.identifier = 'deliver-weekly', s.steps = ['get_integration_status', 'deliver'],
+// Older versions of this file wrote these nodes without a key: give such a
+// node its key, or drop it when a library write already holds the key.
+UNWIND [{id: 'demo-acme-deliver', key: '["skill", "acme", null, "deliver-weekly"]'},
+        {id: 'demo-globex-refund', key: '["skill", "globex", null, "refund"]'}] AS row
+MATCH (old:Skill {id: row.id}) WHERE old.symfonic_key IS NULL
+OPTIONAL MATCH (holder:Skill {symfonic_key: row.key})
+FOREACH (_ IN CASE WHEN holder IS NULL THEN [1] ELSE [] END | SET old.symfonic_key = row.key)
+WITH old, holder WHERE holder IS NOT NULL
+OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+WITH old, collect(p) AS preconditions
+FOREACH (p IN preconditions | DETACH DELETE p)
+DETACH DELETE old;
+
+UNWIND [{id: 'demo-acme-invoice', key: '["trigger", "acme", "user-7", "invoice-4711"]'},
+        {id: 'demo-globex-renewal', key: '["trigger", "globex", null, "renewal-discount"]'}] AS row
+MATCH (old:Trigger {id: row.id}) WHERE old.symfonic_key IS NULL
+OPTIONAL MATCH (holder:Trigger {symfonic_key: row.key})
+FOREACH (_ IN CASE WHEN holder IS NULL THEN [1] ELSE [] END | SET old.symfonic_key = row.key)
+WITH old, holder WHERE holder IS NOT NULL
+DETACH DELETE old;
+
+// acme / deliver-weekly: call get_integration_status first, and only when channel = slack.
+MERGE (s:Skill {symfonic_key: '["skill", "acme", null, "deliver-weekly"]'})
+ON CREATE SET s.id = 'demo-acme-deliver', s.created_at = datetime('2026-01-01T00:00:00Z')
+SET s.tenant_id = 'acme', s.namespace = null, s.identifier = 'deliver-weekly',
+    s.label = 'Deliver the weekly report', s.steps = ['get_integration_status', 'deliver'],
     s.action_tool = 'deliver', s.context = 'Weekly reporting to chat channels',
-    s.status = 'approved', s.active = true, s.source = 'authored:demo',
-    s.created_at = datetime('2026-01-01T00:00:00Z');
-
-MATCH (s:Skill {id: 'demo-acme-deliver'})-[:REQUIRES]->(p:Precondition) DETACH DELETE p;
-
-MATCH (s:Skill {id: 'demo-acme-deliver'})
+    s.status = 'approved', s.active = true, s.source = 'authored:demo', s.updated_at = datetime(),
+    s.symfonic_write_id = null, s.symfonic_base_key = null, s.symfonic_rev = null
+REMOVE s:SymfonicRetracted, s:SymfonicUnpublished
+WITH s
+CALL (s) {
+  MATCH (s)-[:REQUIRES]->(old:Precondition) WHERE old.tenant_id = s.tenant_id
+  DETACH DELETE old
+}
 CREATE (s)-[:REQUIRES {position: 0}]->(:Precondition {tenant_id: 'acme', kind: 'tool', tool: 'get_integration_status(channel=<x>)'}),
        (s)-[:REQUIRES {position: 1}]->(:Precondition {tenant_id: 'acme', kind: 'state', path: 'channel', op: 'eq', value: 'slack'}),
        (s)-[:REQUIRES {position: 2}]->(:Precondition {tenant_id: 'acme', kind: 'text', text: 'Summarise before you deliver.'});
 
-MERGE (t:Trigger {id: 'demo-acme-invoice'})
-SET t.tenant_id = 'acme', t.namespace = 'user-7',
+// acme, only for end user "user-7": a reminder about invoice 4711.
+MERGE (t:Trigger {symfonic_key: '["trigger", "acme", "user-7", "invoice-4711"]'})
+ON CREATE SET t.id = 'demo-acme-invoice', t.created_at = datetime('2026-01-01T00:00:00Z')
+SET t.tenant_id = 'acme', t.namespace = 'user-7', t.identifier = 'invoice-4711',
     t.condition = 'the user mentions invoice', t.task = 'Tell the user that invoice 4711 is overdue.',
-    t.status = 'pending', t.created_at = datetime('2026-01-01T00:00:00Z');
+    t.status = 'pending', t.resolved_at = null, t.updated_at = datetime(),
+    t.symfonic_write_id = null, t.symfonic_base_key = null
+REMOVE t:SymfonicRetracted, t:SymfonicUnpublished;
 
-MERGE (s:Skill {id: 'demo-globex-refund'})
-SET s.tenant_id = 'globex', s.namespace = null, s.label = 'Refund an order',
-    s.identifier = 'refund', s.steps = ['verify_identity', 'refund'],
+// globex / refund: verify the customer first.
+MERGE (s:Skill {symfonic_key: '["skill", "globex", null, "refund"]'})
+ON CREATE SET s.id = 'demo-globex-refund', s.created_at = datetime('2026-01-01T00:00:00Z')
+SET s.tenant_id = 'globex', s.namespace = null, s.identifier = 'refund',
+    s.label = 'Refund an order', s.steps = ['verify_identity', 'refund'],
     s.action_tool = 'refund', s.context = 'Refunds need a verified customer',
-    s.status = 'approved', s.active = true, s.source = 'authored:demo',
-    s.created_at = datetime('2026-01-01T00:00:00Z');
-
-MATCH (s:Skill {id: 'demo-globex-refund'})-[:REQUIRES]->(p:Precondition) DETACH DELETE p;
-
-MATCH (s:Skill {id: 'demo-globex-refund'})
+    s.status = 'approved', s.active = true, s.source = 'authored:demo', s.updated_at = datetime(),
+    s.symfonic_write_id = null, s.symfonic_base_key = null, s.symfonic_rev = null
+REMOVE s:SymfonicRetracted, s:SymfonicUnpublished
+WITH s
+CALL (s) {
+  MATCH (s)-[:REQUIRES]->(old:Precondition) WHERE old.tenant_id = s.tenant_id
+  DETACH DELETE old
+}
 CREATE (s)-[:REQUIRES {position: 0}]->(:Precondition {tenant_id: 'globex', kind: 'tool', tool: 'verify_identity'});
 
-MERGE (t:Trigger {id: 'demo-globex-renewal'})
-SET t.tenant_id = 'globex', t.namespace = null,
+// globex, every end user of the tenant.
+MERGE (t:Trigger {symfonic_key: '["trigger", "globex", null, "renewal-discount"]'})
+ON CREATE SET t.id = 'demo-globex-renewal', t.created_at = datetime('2026-01-01T00:00:00Z')
+SET t.tenant_id = 'globex', t.namespace = null, t.identifier = 'renewal-discount',
     t.condition = 'the user mentions renewal', t.task = 'Offer the annual renewal discount.',
-    t.status = 'pending', t.created_at = datetime('2026-01-01T00:00:00Z');
+    t.status = 'pending', t.resolved_at = null, t.updated_at = datetime(),
+    t.symfonic_write_id = null, t.symfonic_base_key = null
+REMOVE t:SymfonicRetracted, t:SymfonicUnpublished;
 
+// Bump each tenant's catalog version: cached pre-flight blocks are rebuilt.
 MERGE (c:SymfonicCatalog {tenant_id: 'acme'}) ON CREATE SET c.version = 0 SET c.version = c.version + 1;
 MERGE (c:SymfonicCatalog {tenant_id: 'globex'}) ON CREATE SET c.version = 0 SET c.version = c.version + 1;
