@@ -7,8 +7,11 @@ Example:
 from symfonic_graph.composition import ComposedPrompt, compose_prompt
 from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.errors import (
+    AuthenticationError,
+    AuthorityError,
     MemoryContractError,
     NotFoundError,
+    QueryError,
     QueryFileError,
     SchemaError,
     ScopeError,
@@ -50,6 +53,8 @@ from symfonic_graph.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.turn_scope import scope_from_state, scope_from_turn, scope_of
 
 __all__ = [
+    "AuthenticationError",
+    "AuthorityError",
     "ComposedPrompt",
     "DroppedSkill",
     "Fact",
@@ -67,6 +72,7 @@ __all__ = [
     "ProceduralLayer",
     "ProspectiveLayer",
     "ProspectiveTriggerCapability",
+    "QueryError",
     "QueryFileError",
     "RecallHit",
     "RetrievalPolicy",

@@ -3,16 +3,26 @@
 Skills are checked with the one read model (``models.read_skill``) over the
 one projection a turn reads, so doctor reports exactly what a turn skips or
 ignores, with the field path of each problem (``precondition[1].tool``).
+Triggers, catalogs, identifier keys, cross-tenant ``REQUIRES`` edges, scopes
+over the trigger cap and missing indexes are checked too.
+
+Doctor never crashes on the data it is meant to report: every Cypher
+expression of ``doctor.cypher`` survives any property type, and each finding
+names the node by its ``id`` (or its element id when the ``id`` is unusable).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from symfonic_graph.models import SkillReading, read_skill
 from symfonic_graph.preconditions import action_tool_of
-from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.scope import MemoryScope
+from symfonic_graph.store import GraphMemoryStore, positive_count
+from symfonic_graph.turn import DEFAULT_MAX_TRIGGERS
 
 EXPECTED_INDEXES = (
     "skill_tenant",
@@ -20,13 +30,24 @@ EXPECTED_INDEXES = (
     "trigger_tenant",
     "fact_tenant",
     "symfonic_memory_text",
+    "symfonic_memory_text_v2",
+    # The indexes behind the uniqueness constraints: ids, and the identifier
+    # keys that make re-seeds replace and keep writes from taking over nodes.
+    "skill_id",
+    "skill_symfonic_key",
+    "trigger_id",
+    "trigger_symfonic_key",
+    "fact_id",
+    "symfonic_catalog_tenant",
 )
+# Checks answered by one query each, a row per node (or edge) with its problems.
 _NODE_CHECKS = (
-    "doctor_untenanted",
     "doctor_foreign_preconditions",
     "doctor_bad_triggers",
     "doctor_catalogs",
 )
+# Keys that name no scope: a node without an identifier is keyed by its id.
+_UNSCOPED_KEYS = frozenset({"id", "trigger-id"})
 _PAGE = 1000
 
 
@@ -63,32 +84,132 @@ def skill_findings(reading: SkillReading) -> Iterator[Finding]:
                       "no action tool (neither action_tool nor steps[0] is a tool name): the gate ignores this skill")
 
 
-async def _skills(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
-    findings: list[Finding] = []
+def _read_skill_findings(row: dict[str, Any]) -> list[Finding]:
+    try:
+        return list(skill_findings(read_skill(row)))
+    except Exception as exc:  # the read model itself failed: a turn of this tenant fails the same way
+        props = row.get("skill")
+        node_id = props.get("id") if isinstance(props, dict) else None
+        return [Finding("bad_skills", "Skill", node_id if isinstance(node_id, str) else repr(node_id),
+                        f"the read model fails on this skill ({type(exc).__name__}: {exc}); every turn of its "
+                        "tenant that reads it fails too: fix the skill's properties or its preconditions")]
+
+
+def key_problem(key: object, tenant_id: str, namespace: object) -> str | None:
+    """What is wrong with a node's ``symfonic_key``, given the node's own scope, or None.
+
+    A key is the JSON array ``["skill", tenant, namespace, identifier]`` (a
+    trigger's starts with ``"trigger"``), possibly followed by a NUL and a
+    staging suffix; ``["id", ...]`` and ``["trigger-id", ...]`` name no scope.
+
+    Example:
+        >>> key_problem('["skill", "acme", null, "deliver"]', "acme", None) is None
+        True
+        >>> key_problem('["skill", "globex", null, "deliver"]', "acme", None)[:58]
+        "symfonic_key names tenant 'globex' namespace None, not thi"
+    """
+    if not isinstance(key, str):
+        return (f"symfonic_key is a {type(key).__name__}, not a string: a library write of this identifier "
+                "never finds this node")
+    base = key.split("\x00", 1)[0]
+    try:
+        parsed = json.loads(base)
+    except (ValueError, RecursionError):
+        parsed = None
+    if not isinstance(parsed, list) or not parsed or not isinstance(parsed[0], str):
+        return (f"symfonic_key {_short(base)} is not a JSON array like the library writes "
+                '(["skill", tenant_id, namespace, identifier]): a library re-seed of it never replaces this node')
+    if parsed[0] in _UNSCOPED_KEYS:
+        return None
+    if len(parsed) != 4:
+        return (f"symfonic_key {_short(base)} has {len(parsed)} parts, not 4: a library re-seed of it never "
+                "replaces this node")
+    key_tenant, key_namespace = parsed[1], parsed[2]
+    if key_tenant != tenant_id or key_namespace != namespace:
+        return (f"symfonic_key names tenant {_short(key_tenant)} namespace {_short(key_namespace)}, not this node's "
+                f"tenant {_short(tenant_id)} namespace {_short(namespace)}: writes of that identifier in that scope "
+                "are refused while this node holds the key; fix the key (or delete the node)")
+    if json.dumps(parsed, ensure_ascii=False) != base:
+        return (f"symfonic_key {_short(base)} is not written exactly as the library writes it (separators "
+                '", ", non-ASCII as itself): a library re-seed of this identifier adds a second node')
+    return None
+
+
+def _short(value: object, limit: int = 120) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+async def _pages(store: GraphMemoryStore, name: str, **params: Any) -> AsyncIterator[dict[str, Any]]:
+    """Every row of a paged doctor query (``after``/``limit`` on ``element_id``)."""
     after = ""
     while True:
-        rows = await store.read("doctor_skills", tenant_id=tenant_id, after=after, limit=_PAGE)
+        rows = await store.read(name, **params, after=after, limit=_PAGE)
         for row in rows:
-            findings.extend(skill_findings(read_skill(row["skill_row"])))
+            yield row
         if len(rows) < _PAGE:
-            return findings
+            return
         after = rows[-1]["element_id"]
 
 
-async def diagnose(store: GraphMemoryStore, tenant_id: str | None = None) -> list[Finding]:
+def _node_findings(check: str, row: dict[str, Any]) -> Iterator[Finding]:
+    for problem in row["problems"]:
+        yield Finding(check, str(row["label"]), str(row["node"]), str(problem))
+
+
+async def _key_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    findings = []
+    async for row in _pages(store, "doctor_keys", tenant_id=tenant_id):
+        problem = key_problem(row["key"], row["tenant_id"], row["namespace"])
+        if problem is not None:
+            findings.append(Finding("keys", str(row["label"]), str(row["node"]), problem))
+    return findings
+
+
+async def _cap_findings(store: GraphMemoryStore, tenant_id: str | None, max_triggers: int) -> list[Finding]:
+    findings = []
+    for row in await store.read("doctor_trigger_cap", tenant_id=tenant_id, max_triggers=max_triggers):
+        tenant, namespace, wide, visible = row["tenant_id"], row["namespace"], int(row["wide"]), int(row["visible"])
+        if namespace is None:
+            node, seen = f"tenant {tenant!r} (tenant-wide)", "tenant-wide: every scope of the tenant sees them"
+        else:
+            node, seen = f"tenant {tenant!r} namespace {namespace!r}", f"{wide} tenant-wide, {visible - wide} own"
+        findings.append(Finding(
+            "trigger_cap", "Scope", node,
+            f"{visible} pending triggers ({seen}); a turn reads at most {max_triggers}, oldest first, so the "
+            f"{visible - max_triggers} newest are never offered: resolve old ones, or raise max_triggers",
+        ))
+    return findings
+
+
+async def diagnose(
+    store: GraphMemoryStore, tenant_id: str | None = None, *, max_triggers: int = DEFAULT_MAX_TRIGGERS
+) -> list[Finding]:
     """Run every check (operator-only: crosses tenants unless ``tenant_id`` is given).
 
-    Untenanted nodes belong to no tenant, so they are reported only without ``tenant_id``.
+    Nodes without a usable tenant belong to no tenant, so they are reported
+    only without ``tenant_id``. ``max_triggers`` is the cap the deployment's
+    turns use (``TurnMemory(max_triggers=...)``).
+
+    Raises:
+        ScopeError: ``tenant_id`` is not a usable tenant id.
+        ValidationError: ``max_triggers`` is not a positive count.
+        SymfonicGraphError: Neo4j could not run a check (e.g. ``StoreUnavailableError``).
     """
-    findings = []
+    if tenant_id is not None:
+        tenant_id = MemoryScope(tenant_id).tenant_id
+    max_triggers = positive_count("max_triggers", max_triggers)
+    findings: list[Finding] = []
+    if tenant_id is None:
+        async for row in _pages(store, "doctor_untenanted"):
+            findings.extend(_node_findings("untenanted", row))
     for check in _NODE_CHECKS:
-        if check == "doctor_untenanted":
-            rows = [] if tenant_id is not None else await store.read(check)
-        else:
-            rows = await store.read(check, tenant_id=tenant_id)
-        for row in rows:
-            findings.append(Finding(check.removeprefix("doctor_"), row["label"], row["node"], row["problem"]))
-    findings.extend(await _skills(store, tenant_id))
+        async for row in _pages(store, check, tenant_id=tenant_id):
+            findings.extend(_node_findings(check.removeprefix("doctor_"), row))
+    async for row in _pages(store, "doctor_skills", tenant_id=tenant_id):
+        findings.extend(_read_skill_findings(row["skill_row"]))
+    findings.extend(await _key_findings(store, tenant_id))
+    findings.extend(await _cap_findings(store, tenant_id, max_triggers))
     indexes = {row["name"]: row["state"] for row in await store.read("doctor_indexes")}
     for name in EXPECTED_INDEXES:
         if name not in indexes:

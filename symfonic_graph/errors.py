@@ -8,13 +8,22 @@
      ├── SchemaError                             the schema could not be applied
      ├── NotFoundError (also LookupError)        no visible node with that id in the scope
      ├── AuthorityError                          the node is visible but owned by another scope
+     ├── AuthenticationError                     Neo4j rejected the user name or password
+     ├── QueryError (also neo4j ClientError)     Neo4j refused a query: its code and message
      ├── StoreUnavailableError                   Neo4j did not answer in time, or is down
      └── LocalServerError                        the local development Neo4j could not run
 
-Every message says what was wrong and what to do next.
+Every message says what was wrong and what to do next. A public call raises
+nothing else: no raw driver, encoding or overflow exception. The driver's own
+exception, when there was one, is kept as ``__cause__``.
 """
 
 from __future__ import annotations
+
+from functools import partial
+from typing import Any
+
+from neo4j.exceptions import ClientError
 
 
 class SymfonicGraphError(Exception):
@@ -61,6 +70,66 @@ class AuthorityError(SymfonicGraphError):
     them; no scope ever takes over a node of another tenant. The message names
     the owning scope.
     """
+
+
+class AuthenticationError(SymfonicGraphError):
+    """Neo4j rejected the credentials (a wrong or missing user name or password).
+
+    Retrying does not help; the message says where the credentials come from.
+    """
+
+
+class QueryError(SymfonicGraphError, ClientError):
+    """Neo4j refused a query: a syntax or type error, a constraint, a server limit.
+
+    The message names the query and Neo4j's status code. Nothing of a failed
+    write was committed (the server rolled the transaction back).
+
+    For code written against earlier releases, which let the driver's
+    ``neo4j.exceptions.ClientError`` through, a ``QueryError`` is also a
+    ``ClientError``; new code should catch ``QueryError``.
+
+    Attributes:
+        query: the name of the query (or ``file:line`` of a script statement).
+        code: Neo4j's status code, e.g. ``"Neo.ClientError.Statement.SyntaxError"``.
+        message: Neo4j's own message, in full.
+
+    Example:
+        >>> err = QueryError("query skills_visible", "Neo.ClientError.Statement.SyntaxError", "Invalid input")
+        >>> str(err)
+        'query skills_visible failed on the server: Neo.ClientError.Statement.SyntaxError: Invalid input'
+        >>> err.code
+        'Neo.ClientError.Statement.SyntaxError'
+    """
+
+    def __init__(self, query: str, code: str, message: str, *, hint: str = "") -> None:
+        first_line = message.strip().splitlines()[0] if message.strip() else "(no message)"
+        self._text = f"{query} failed on the server: {code}: {first_line}" + (f" {hint}" if hint else "")
+        super().__init__(self._text)
+        self.query = query
+        self.hint = hint
+        self._query_code = code
+        self._query_message = message
+
+    @property
+    def code(self) -> str:
+        """Neo4j's status code."""
+        return self._query_code
+
+    @property
+    def message(self) -> str:
+        """Neo4j's message, in full."""
+        return self._query_message
+
+    def is_retryable(self) -> bool:
+        """Never: the same query fails the same way."""
+        return False
+
+    def __str__(self) -> str:
+        return self._text
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return partial(QueryError, hint=self.hint), (self.query, self.code, self.message)
 
 
 class StoreUnavailableError(SymfonicGraphError):

@@ -226,7 +226,7 @@ class SkillReading:
 def _state_problem(item: _StateRecord) -> str | None:
     if not isinstance(item.path, str) or not item.path:
         return f"path: {item.path!r} is not a non-empty string"
-    if item.op not in STATE_OPS:
+    if not isinstance(item.op, str) or item.op not in STATE_OPS:
         return f"op: unknown op {item.op!r}"
     if item.op != "exists" and item.value is None:
         return f"value: op {item.op!r} needs a value"

@@ -90,8 +90,9 @@ class RuleSet(tuple[Any, ...]):
             if rule.action_tool is not None:
                 by_tool.setdefault(rule.action_tool, []).append(rule)
         self._by_tool = {tool: tuple(rules) for tool, rules in by_tool.items()}
-        paths = {p.get("path") for rule in self.rules for p in rule.predicates if isinstance(p, Mapping)}
-        self._paths = tuple(sorted(p for p in paths if isinstance(p, str)))
+        paths: set[str] = {p["path"] for rule in self.rules for p in rule.predicates
+                           if isinstance(p, Mapping) and isinstance(p.get("path"), str)}
+        self._paths = tuple(sorted(paths))
         self._blocks = {}
         return self
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import random
 import re
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -20,12 +21,21 @@ from typing import Any, TypeVar
 
 import anyio
 import neo4j
-from neo4j import AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction
-from neo4j.exceptions import ClientError, DriverError, Neo4jError
+from neo4j import AsyncBoltDriver, AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, AsyncNeo4jDriver
+from neo4j.exceptions import AuthError, ClientError, ConfigurationError, DriverError, Neo4jError
 
 from symfonic_graph import _validate as v
 from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
-from symfonic_graph.errors import AuthorityError, NotFoundError, SchemaError, StoreUnavailableError, ValidationError
+from symfonic_graph.errors import (
+    AuthenticationError,
+    AuthorityError,
+    NotFoundError,
+    QueryError,
+    SchemaError,
+    StoreUnavailableError,
+    SymfonicGraphError,
+    ValidationError,
+)
 from symfonic_graph.scope import MemoryScope
 
 log = logging.getLogger("symfonic_graph.store")
@@ -94,8 +104,10 @@ class GraphMemoryStore:
     """
 
     def __init__(self, driver: AsyncDriver, *, database: str | None = None, query_timeout: float = 10.0) -> None:
-        if not 0 < query_timeout < PUBLISH_SETTLE_SECONDS:
-            raise ValueError(f"query_timeout must be positive seconds, under {PUBLISH_SETTLE_SECONDS}")
+        if isinstance(query_timeout, bool) or not isinstance(query_timeout, (int, float)) or not (
+            0 < query_timeout < PUBLISH_SETTLE_SECONDS
+        ):
+            raise ValidationError("query_timeout", f"must be positive seconds, under {PUBLISH_SETTLE_SECONDS}")
         self.driver = driver
         self.database = database
         self.query_timeout = query_timeout
@@ -106,53 +118,168 @@ class GraphMemoryStore:
     async def connect(
         cls, uri: str, user: str, password: str, *, database: str | None = None, query_timeout: float = 10.0
     ) -> AsyncIterator[GraphMemoryStore]:
-        """Open a driver, yield a store over it, and close the driver after.
+        """Open a driver, check that it can log in, yield a store over it, and close the driver after.
+
+        Raises:
+            AuthenticationError: Neo4j rejected ``user`` and ``password``.
+            StoreUnavailableError: nothing answers at ``uri`` (a refused connection is reported at once).
+            ValidationError: ``uri`` is not a Neo4j URI.
 
         Example:
             >>> async with GraphMemoryStore.connect("bolt://127.0.0.1:7687", "neo4j", pw) as store:
             ...     await store.apply_schema()
         """
-        driver = AsyncGraphDatabase.driver(uri, auth=(user, password))
         try:
-            yield cls(driver, database=database, query_timeout=query_timeout)
+            driver = AsyncGraphDatabase.driver(uri, auth=(user, password))
+        except (ValueError, ConfigurationError, ImportError) as exc:
+            raise ValidationError(
+                "uri", f"cannot open {uri!r} ({' '.join(str(exc).split())}); use e.g. bolt://127.0.0.1:7687"
+            ) from exc
+        try:
+            store = cls(driver, database=database, query_timeout=query_timeout)
+            await store._bounded(driver.verify_connectivity, "connect")
+            yield store
         finally:
             await driver.close()
 
     # -- transactions -----------------------------------------------------
 
     async def _bounded(self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False) -> T:
+        """Run ``work`` within ``query_timeout``; let only ``SymfonicGraphError`` out.
+
+        ``_session`` turns the driver's retry loop off, so retries happen here:
+        a transient failure (a lost connection, a deadlock, a leader switch) is
+        retried with backoff until the timeout, while a refused connection and
+        every other failure are reported at once, typed: bad credentials
+        (``AuthenticationError``), a query Neo4j refuses (``QueryError``, a
+        ``ClientError`` too), a value the driver cannot send (``ValidationError``)
+        and an unreachable or failing server (``StoreUnavailableError``). The
+        driver's exception is the ``__cause__``.
+        """
         maybe = (" The write may have committed: retrying it with the same identifier is safe "
                  "(it replaces, never duplicates).") if writes else ""
+        last: Neo4jError | DriverError | None = None  # the last transient failure, retried
+
+        def one_line(exc: object) -> str:
+            return " ".join(str(exc).split()) or type(exc).__name__
+
+        def refused(exc: BaseException, depth: int = 0) -> bool:
+            # The driver wraps the socket's ConnectionRefusedError, and a routing
+            # driver groups one failure per router: refused when all were refused.
+            cause: BaseException | None = exc
+            while cause is not None and depth < 20:
+                if isinstance(cause, ConnectionRefusedError):
+                    return True
+                if isinstance(cause, BaseExceptionGroup):
+                    return all(refused(sub, depth + 1) for sub in cause.exceptions)
+                cause, depth = cause.__cause__ or cause.__context__, depth + 1
+            return False
+
+        def target() -> str:
+            driver = self.driver
+            if isinstance(driver, AsyncBoltDriver):
+                scheme, address = "bolt", str(driver.address)
+            elif isinstance(driver, AsyncNeo4jDriver) and driver.initial_addresses:
+                scheme, address = "neo4j", str(driver.initial_addresses[0])
+            else:
+                return "Neo4j"
+            return f"{scheme}{'+s' if driver.encrypted else ''}://{address}"
+
+        def from_driver(exc: BaseException) -> bool:
+            tb = exc.__traceback__
+            while tb is not None and tb.tb_next is not None:
+                tb = tb.tb_next
+            return tb is not None and str(tb.tb_frame.f_globals.get("__name__", "")).startswith("neo4j")
+
+        def timed_out() -> StoreUnavailableError:
+            seen = f" (last error: {one_line(last)})" if last is not None else ""
+            return StoreUnavailableError(
+                f"{what}: Neo4j did not answer within {self.query_timeout}s{seen}; check the server, "
+                f"or raise query_timeout.{maybe}"
+            )
+
         try:
             with anyio.fail_after(self.query_timeout):
-                return await work()
-        except TimeoutError:
-            raise StoreUnavailableError(
-                f"{what}: Neo4j did not answer within {self.query_timeout}s; check the server, "
-                f"or raise query_timeout.{maybe}"
-            ) from None
-        except ClientError:
+                delay = 0.05
+                while True:
+                    try:
+                        return await work()
+                    except (Neo4jError, DriverError) as exc:
+                        if refused(exc) or not exc.is_retryable():
+                            raise
+                        last = exc
+                    await anyio.sleep(delay * random.uniform(0.8, 1.2))
+                    delay = min(delay * 2, 1.0)
+        except SymfonicGraphError:
             raise
+        except ClientError as exc:
+            code, message = exc.code, exc.message or str(exc)
+            if code.startswith("Neo.ClientError.Transaction.TransactionTimedOut"):
+                raise timed_out() from exc
+            if isinstance(exc, AuthError) or (
+                code.startswith("Neo.ClientError.Security.") and code != "Neo.ClientError.Security.Forbidden"
+            ):
+                if "missing key `credentials`" in message:
+                    why = "no password was given"
+                elif code == "Neo.ClientError.Security.Unauthorized":
+                    why = "wrong user name or password"
+                else:
+                    why = "the credentials were refused"
+                raise AuthenticationError(
+                    f"{target()} rejected the login: {why} ({one_line(message)}). Check NEO4J_USER and "
+                    "NEO4J_PASSWORD (or the credentials given to the driver); for the local server, "
+                    "`symfonic-graph server start` prints them"
+                ) from exc
+            raise QueryError(what, code, message, hint="Nothing was written." if writes else "") from exc
+        except TimeoutError:
+            raise timed_out() from last
         except (Neo4jError, DriverError, OSError) as exc:
-            raise StoreUnavailableError(f"{what}: Neo4j is unavailable ({exc}); check the server.{maybe}") from exc
+            if refused(exc):
+                raise StoreUnavailableError(
+                    f"cannot connect to {target()}: connection refused; is Neo4j running? "
+                    f"Start it, or check the server address.{maybe if last is not None else ''}"
+                ) from exc
+            if isinstance(exc, Neo4jError):
+                raise StoreUnavailableError(
+                    f"{what}: Neo4j failed ({exc.code}: {one_line(exc.message or exc)}); check the server.{maybe}"
+                ) from exc
+            raise StoreUnavailableError(f"{what}: Neo4j is unavailable ({one_line(exc)}); check the server.{maybe}"
+                                        ) from exc
+        except (UnicodeError, OverflowError, ValueError, TypeError) as exc:
+            # Raised while the driver packs a parameter: an unencodable string
+            # (a lone surrogate), an integer beyond 64 bits, an unsupported type.
+            if not isinstance(exc, (UnicodeError, OverflowError)) and not from_driver(exc):
+                raise  # not the driver's: a bug, shown as it is
+            raise ValidationError(
+                what, f"a value cannot be sent to Neo4j ({one_line(exc)}).{' Nothing was written.' if writes else ''}"
+            ) from exc
 
-    def _session(self) -> neo4j.AsyncSession:
+    def _session(self, access_mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
+        # max_transaction_retry_time=0: the driver tries a managed transaction
+        # once; `_bounded` retries, so that a refused connection fails at once
+        # instead of being retried (and logged) until the timeout.
         return self.driver.session(
-            database=self.database, bookmark_manager=self._bookmarks, notifications_min_severity="OFF"
+            database=self.database, bookmark_manager=self._bookmarks, notifications_min_severity="OFF",
+            max_transaction_retry_time=0.0, default_access_mode=access_mode,
         )
 
     async def read(self, name: str, **params: Any) -> list[Row]:
-        """Run the named read query; return its rows as dicts."""
+        """Run the named read query; return its rows as dicts.
+
+        A read is one auto-commit query (one Bolt round trip: a managed
+        transaction would add a ``COMMIT``), routed to a reader, and causally
+        after every write of this store through the shared bookmark manager.
+        Each read query is a single statement, so it is atomic on its own;
+        ``_bounded`` retries transient failures.
+        """
         q = query(name)
         q.check_args(params)
-
-        async def tx(t: AsyncManagedTransaction) -> list[Row]:
-            result = await t.run(q.text, params)
-            return [record.data() async for record in result]
+        statement = neo4j.Query(q.text, timeout=self.query_timeout)
 
         async def work() -> list[Row]:
-            async with self._session() as session:
-                return await session.execute_read(neo4j.unit_of_work(timeout=self.query_timeout)(tx))
+            async with self._session(access_mode=neo4j.READ_ACCESS) as session:
+                result = await session.run(statement, params)
+                return [record.data() async for record in result]
 
         return await self._bounded(work, f"query {name}")
 

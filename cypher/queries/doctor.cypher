@@ -1,61 +1,179 @@
 // name: doctor_untenanted
-// params:
-// Memory nodes without a string tenant_id: visible to nobody.
+// params: after, limit
+// Memory nodes without a usable tenant_id (absent, not a string, or empty):
+// visible to nobody. One page of $limit after element id $after. Every
+// expression here survives any property type (toStringOrNull, valueType):
+// doctor must never crash on the data it is meant to report.
 MATCH (n)
 WHERE (n:Skill OR n:Trigger OR n:Fact OR n:Precondition)
-  AND (n.tenant_id IS NULL OR NOT valueType(n.tenant_id) STARTS WITH 'STRING')
-RETURN labels(n)[0] AS label, coalesce(toString(n.id), elementId(n)) AS node,
-       'no string tenant_id: invisible to every tenant' AS problem
-LIMIT 1000;
+  AND NOT coalesce(valueType(n.tenant_id) STARTS WITH 'STRING' AND n.tenant_id <> '', false)
+  AND elementId(n) > $after
+WITH n ORDER BY elementId(n) LIMIT $limit
+RETURN elementId(n) AS element_id,
+       CASE WHEN n:Skill THEN 'Skill' WHEN n:Trigger THEN 'Trigger' WHEN n:Fact THEN 'Fact' ELSE 'Precondition' END
+         AS label,
+       coalesce(toStringOrNull(n.id), elementId(n)) AS node,
+       [CASE
+          WHEN n.tenant_id IS NULL THEN 'no tenant_id'
+          WHEN valueType(n.tenant_id) STARTS WITH 'STRING' THEN 'empty tenant_id'
+          ELSE 'tenant_id is a ' + replace(valueType(n.tenant_id), ' NOT NULL', '') + ', not a string'
+        END + ': invisible to every tenant'] AS problems;
 
 // name: doctor_foreign_preconditions
-// params: tenant_id
-// Preconditions whose tenant differs from their skill's: ignored on read.
-MATCH (s:Skill)-[:REQUIRES]->(p:Precondition)
-WHERE (p.tenant_id IS NULL OR p.tenant_id <> s.tenant_id)
-  AND ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
-RETURN 'Precondition' AS label, elementId(p) AS node,
-       'tenant ' + coalesce(toString(p.tenant_id), 'null') + ' differs from its skill ' + toString(s.id) + ' tenant '
-       + coalesce(toString(s.tenant_id), 'null') AS problem
-LIMIT 1000;
+// params: tenant_id, after, limit
+// REQUIRES edges from a skill to a precondition of another tenant (or of
+// none): every read of the skill ignores that precondition. Reported on the
+// skill, with the edge's position and the precondition's element id.
+MATCH (s:Skill)-[r:REQUIRES]->(p:Precondition)
+WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
+  AND valueType(s.tenant_id) STARTS WITH 'STRING'
+  AND NOT coalesce(p.tenant_id = s.tenant_id, false)
+  AND elementId(r) > $after
+WITH s, r, p ORDER BY elementId(r) LIMIT $limit
+RETURN elementId(r) AS element_id, 'Skill' AS label, coalesce(toStringOrNull(s.id), elementId(s)) AS node,
+       ['REQUIRES edge (position ' + coalesce(toStringOrNull(r.position), 'none') + ') to Precondition '
+        + elementId(p) + ' of '
+        + CASE
+            WHEN p.tenant_id IS NULL THEN 'no tenant'
+            WHEN valueType(p.tenant_id) STARTS WITH 'STRING' THEN 'tenant ' + p.tenant_id
+            ELSE 'a ' + replace(valueType(p.tenant_id), ' NOT NULL', '') + ' tenant_id'
+          END
+        + ", not this skill's tenant " + s.tenant_id
+        + ": every read of the skill ignores it; delete the edge, or give the precondition the skill's tenant_id"]
+         AS problems;
 
 // name: doctor_skills
 // params: tenant_id, after, limit
-// Every skill (of one tenant, or all), through the one projection a turn
-// reads, in pages of $limit after element id $after: doctor validates each
-// row with the same model as TurnMemory and reports what a turn would skip.
+// Every skill with a string tenant (of one tenant, or all), through the one
+// projection a turn reads, in pages of $limit after element id $after: doctor
+// validates each row with the same model as TurnMemory and reports what a turn
+// would skip. Skills without a string tenant are doctor_untenanted's.
 MATCH (s:Skill)
-WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id) AND elementId(s) > $after
+WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
+  AND valueType(s.tenant_id) STARTS WITH 'STRING'
+  AND elementId(s) > $after
 WITH s ORDER BY elementId(s) LIMIT $limit
 // include: skill_row
 RETURN elementId(s) AS element_id, skill_row;
 
+// name: doctor_keys
+// params: tenant_id, after, limit
+// The identifier keys of skills and triggers with a string tenant, for doctor
+// to compare with the node's own scope (in Python: a key is JSON).
+CALL () {
+  MATCH (s:Skill)
+  WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id) AND s.symfonic_key IS NOT NULL
+  RETURN s AS n, 'Skill' AS label
+  UNION ALL
+  MATCH (t:Trigger)
+  WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id) AND t.symfonic_key IS NOT NULL
+  RETURN t AS n, 'Trigger' AS label
+}
+WITH n, label
+WHERE valueType(n.tenant_id) STARTS WITH 'STRING' AND elementId(n) > $after
+WITH n, label ORDER BY elementId(n) LIMIT $limit
+RETURN elementId(n) AS element_id, label, coalesce(toStringOrNull(n.id), elementId(n)) AS node,
+       n.tenant_id AS tenant_id, n.namespace AS namespace, n.symfonic_key AS key;
+
 // name: doctor_catalogs
-// params: tenant_id
-// Catalog versions that are not non-negative integers: the tenant's skills are
-// then read on every turn (never cached) until a library write repairs them.
+// params: tenant_id, after, limit
+// Catalogs of an odd shape. A version that is not a non-negative integer: the
+// tenant's skills are then read on every turn (never cached) until a library
+// write repairs it. A published_writes that is not a list: staged writes of
+// the tenant are never seen as published.
 MATCH (c:SymfonicCatalog)
-WHERE ($tenant_id IS NULL OR c.tenant_id = $tenant_id)
-  AND NOT coalesce(valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0, false)
-RETURN 'SymfonicCatalog' AS label, coalesce(toString(c.tenant_id), elementId(c)) AS node,
-       'version ' + coalesce(toStringOrNull(c.version), '?') + ' (' + valueType(c.version)
-       + ') is not a non-negative integer: skills are read on every turn until the next library write' AS problem
-LIMIT 1000;
+WHERE ($tenant_id IS NULL OR c.tenant_id = $tenant_id) AND elementId(c) > $after
+WITH c, [x IN [
+       CASE WHEN NOT coalesce(valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0, false)
+         THEN 'version ' + coalesce(toStringOrNull(c.version), '?') + ' ('
+              + replace(valueType(c.version), ' NOT NULL', '')
+              + ') is not a non-negative integer: skills are read on every turn until the next library write'
+       END,
+       CASE WHEN c.published_writes IS NOT NULL AND NOT valueType(c.published_writes) STARTS WITH 'LIST'
+         THEN 'published_writes is a ' + replace(valueType(c.published_writes), ' NOT NULL', '')
+              + ', not a list: staged writes of this tenant are never seen as published'
+       END,
+       CASE WHEN NOT valueType(c.tenant_id) STARTS WITH 'STRING'
+         THEN 'tenant_id is not a string: no tenant reads this catalog'
+       END
+     ] WHERE x IS NOT NULL] AS problems
+WHERE size(problems) > 0
+WITH c, problems ORDER BY elementId(c) LIMIT $limit
+RETURN elementId(c) AS element_id, 'SymfonicCatalog' AS label,
+       coalesce(toStringOrNull(c.tenant_id), elementId(c)) AS node, problems;
 
 // name: doctor_bad_triggers
-// params: tenant_id
+// params: tenant_id, after, limit
+// Triggers with a string tenant that a turn skips or cannot use: id,
+// condition or task not strings, a namespace that is not a string (no scope
+// sees it), a status other than pending|resolved (never read), an empty task.
 MATCH (t:Trigger)
-WHERE $tenant_id IS NULL OR t.tenant_id = $tenant_id
-WITH t,
-     CASE
-       WHEN NOT valueType(t.id) STARTS WITH 'STRING' THEN 'id is not a string'
-       WHEN NOT valueType(t.condition) STARTS WITH 'STRING' THEN 'condition is not a string'
-       WHEN NOT valueType(t.task) STARTS WITH 'STRING' THEN 'task is not a string'
-       WHEN t.status IS NULL OR NOT t.status IN ['pending', 'resolved'] THEN 'status is not pending|resolved'
-     END AS problem
-WHERE problem IS NOT NULL
-RETURN 'Trigger' AS label, coalesce(toString(t.id), elementId(t)) AS node, problem
-LIMIT 1000;
+WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id)
+  AND valueType(t.tenant_id) STARTS WITH 'STRING'
+  AND elementId(t) > $after
+WITH t, [x IN [
+       CASE WHEN NOT valueType(t.id) STARTS WITH 'STRING'
+         THEN 'id is ' + CASE WHEN t.id IS NULL THEN 'missing' ELSE 'a ' + replace(valueType(t.id), ' NOT NULL', '')
+              END + ', not a string: skipped by every read'
+       END,
+       CASE WHEN t.namespace IS NOT NULL AND NOT valueType(t.namespace) STARTS WITH 'STRING'
+         THEN 'namespace is a ' + replace(valueType(t.namespace), ' NOT NULL', '')
+              + ', not a string or null: invisible to every scope'
+       END,
+       CASE WHEN NOT valueType(t.condition) STARTS WITH 'STRING'
+         THEN 'condition is ' + CASE WHEN t.condition IS NULL THEN 'missing'
+              ELSE 'a ' + replace(valueType(t.condition), ' NOT NULL', '') END + ', not a string: skipped by every read'
+       END,
+       CASE
+         WHEN NOT valueType(t.task) STARTS WITH 'STRING'
+           THEN 'task is ' + CASE WHEN t.task IS NULL THEN 'missing'
+                ELSE 'a ' + replace(valueType(t.task), ' NOT NULL', '') END + ', not a string: skipped by every read'
+         WHEN trim(t.task) = '' THEN 'task is empty: the reminder offers the model nothing'
+       END,
+       CASE WHEN NOT coalesce(t.status IN ['pending', 'resolved'], false)
+         THEN 'status ' + CASE
+                WHEN t.status IS NULL THEN 'is missing'
+                WHEN valueType(t.status) STARTS WITH 'STRING' THEN "'" + t.status + "' is not pending|resolved"
+                ELSE 'is a ' + replace(valueType(t.status), ' NOT NULL', '') + ', not pending|resolved'
+              END + ': never read'
+       END
+     ] WHERE x IS NOT NULL] AS problems
+WHERE size(problems) > 0
+WITH t, problems ORDER BY elementId(t) LIMIT $limit
+RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t.id), elementId(t)) AS node,
+       problems;
+
+// name: doctor_trigger_cap
+// params: tenant_id, max_triggers
+// Scopes that see more than $max_triggers pending triggers: a turn reads at
+// most that many, oldest first, so the newer ones are never offered. Counts
+// what a turn of the scope sees (pending, not retracted, published): a
+// namespace sees its own and the tenant-wide ones. A namespace is listed only
+// when the tenant-wide triggers alone are within the cap.
+MATCH (t:Trigger)
+WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id)
+  AND valueType(t.tenant_id) STARTS WITH 'STRING'
+  AND t.status = 'pending' AND NOT t:SymfonicRetracted
+  AND (t.namespace IS NULL OR valueType(t.namespace) STARTS WITH 'STRING')
+WITH t.tenant_id AS tenant_id, collect(t) AS pending
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: tenant_id})
+WITH tenant_id, pending,
+     CASE WHEN valueType(c.published_writes) STARTS WITH 'LIST' THEN c.published_writes ELSE [] END AS published
+UNWIND pending AS t
+WITH tenant_id, published, t
+WHERE NOT coalesce(t.symfonic_replaced_by IN published, false)
+  AND (NOT t:SymfonicUnpublished
+       OR (coalesce(t.namespace, '') + '\u001F' + coalesce(toStringOrNull(t.symfonic_write_id), '')) IN published)
+WITH tenant_id, t.namespace AS namespace, count(t) AS own
+WITH tenant_id, collect({namespace: namespace, own: own}) AS scopes
+WITH tenant_id, scopes,
+     reduce(wide = 0, s IN scopes | wide + CASE WHEN s.namespace IS NULL THEN s.own ELSE 0 END) AS wide
+UNWIND scopes AS s
+WITH tenant_id, s.namespace AS namespace, wide,
+     CASE WHEN s.namespace IS NULL THEN s.own ELSE s.own + wide END AS visible
+WHERE visible > $max_triggers AND (namespace IS NULL OR wide <= $max_triggers)
+RETURN tenant_id, namespace, wide, visible
+ORDER BY tenant_id, namespace;
 
 // name: doctor_indexes
 // params:

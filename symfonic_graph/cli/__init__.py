@@ -1,26 +1,33 @@
 """The ``symfonic-graph`` command.
 
 Exit codes: 0 success, 1 the command ran and found a problem (e.g. ``doctor
---strict``), 2 bad usage or input, 3 Neo4j unavailable or the local server
-could not run.
+--strict``), 2 any error: bad usage or input, bad credentials, Neo4j
+unreachable or refusing a query, the local server unable to run. An error is
+reported as exactly one line on stderr (``error: ...``), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
 from collections.abc import Sequence
 
-from symfonic_graph.cli import _inspect, _operator, _server, _store_commands
-from symfonic_graph.errors import LocalServerError, StoreUnavailableError, SymfonicGraphError
+from neo4j.exceptions import DriverError, Neo4jError
 
-EXIT_OK, EXIT_FOUND, EXIT_USAGE, EXIT_UNAVAILABLE = 0, 1, 2, 3
+from symfonic_graph.cli import _inspect, _operator, _server, _store_commands
+from symfonic_graph.cli._common import one_line
+from symfonic_graph.errors import SymfonicGraphError
+
+EXIT_OK, EXIT_FOUND, EXIT_ERROR = 0, 1, 2  # argparse also exits 2 on bad usage
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="symfonic-graph",
         description="Procedural and prospective memory for multi-tenant agents, in Neo4j.",
+        epilog="Exit codes: 0 ok, 1 a problem was found (doctor --strict), 2 an error (one line on stderr).",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _server.register(sub)
@@ -32,15 +39,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the exit code."""
+    # The library reports every failure as one typed error; the driver's own
+    # log lines (retries, routing failures) would only repeat it, at length.
+    logging.getLogger("neo4j").setLevel(logging.CRITICAL)
     args = build_parser().parse_args(argv)
     try:
         code: int = args.handler(args)
-    except (StoreUnavailableError, LocalServerError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_UNAVAILABLE
     except (SymfonicGraphError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"error: {one_line(exc) or type(exc).__name__}", file=sys.stderr)
+        return EXIT_ERROR
+    except (Neo4jError, DriverError) as exc:  # a command that used the driver directly
+        print(f"error: Neo4j: {one_line(exc) or type(exc).__name__}", file=sys.stderr)
+        return EXIT_ERROR
+    except BrokenPipeError:  # the reader went away (`| head`): stop quietly, as the Python docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_ERROR
     return code
 
 

@@ -46,3 +46,13 @@ class Progress:
     def close(self) -> None:
         if self.visible:
             print(file=sys.stderr)
+
+
+def one_line(message: object) -> str:
+    """``message`` on one line: newlines and runs of whitespace become one space.
+
+    Example:
+        >>> one_line("Invalid input '(':\\n  RETURN nonsense(")
+        "Invalid input '(': RETURN nonsense("
+    """
+    return " ".join(str(message).split())

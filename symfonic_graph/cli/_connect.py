@@ -1,14 +1,26 @@
-"""How CLI commands find Neo4j: NEO4J_* variables, else the local server."""
+"""How CLI commands find Neo4j: NEO4J_* variables, else the local server.
+
+Every command connects through ``open_store``, which logs in before the
+command starts: bad credentials and a server that is not running are reported
+at once, as one typed error (``AuthenticationError``, ``StoreUnavailableError``).
+"""
 
 from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
-from symfonic_graph.errors import StoreUnavailableError
+import neo4j
+from neo4j import AsyncManagedTransaction
+
+from symfonic_graph.errors import QueryError, StoreUnavailableError
 from symfonic_graph.server import LocalNeo4j
 from symfonic_graph.store import GraphMemoryStore
+
+SCRIPT_TIMEOUT = 290.0
+"""Seconds one statement of an operator's Cypher script may take (a bulk seed may be slow)."""
 
 
 def connection_settings() -> tuple[str, str, str, str | None]:
@@ -28,7 +40,34 @@ def connection_settings() -> tuple[str, str, str, str | None]:
 
 @asynccontextmanager
 async def open_store() -> AsyncIterator[GraphMemoryStore]:
-    """A store over a driver the CLI owns for one command."""
+    """A store over a driver the CLI owns for one command, already logged in."""
     uri, user, password, database = connection_settings()
     async with GraphMemoryStore.connect(uri, user, password, database=database) as store:
         yield store
+
+
+async def run_statement(
+    store: GraphMemoryStore, text: str, where: str, *, hint: str = "", timeout: float = SCRIPT_TIMEOUT
+) -> tuple[list[dict[str, Any]], neo4j.SummaryCounters]:
+    """Run one statement of an operator's script in its own write transaction.
+
+    Returns its rows and counters. Failures are typed like every library
+    call; a statement Neo4j refuses raises ``QueryError`` naming ``where``
+    (e.g. ``file.cypher:4: statement 2 of 3``), with ``hint`` appended.
+    """
+    patient = GraphMemoryStore(store.driver, database=store.database, query_timeout=timeout)
+
+    async def tx(t: AsyncManagedTransaction) -> tuple[list[dict[str, Any]], neo4j.SummaryCounters]:
+        result = await t.run(text)
+        rows = [record.data() async for record in result]
+        summary = await result.consume()
+        return rows, summary.counters
+
+    async def work() -> tuple[list[dict[str, Any]], neo4j.SummaryCounters]:
+        async with patient._session() as session:
+            return await session.execute_write(tx)
+
+    try:
+        return await patient._bounded(work, where)
+    except QueryError as exc:
+        raise QueryError(where, exc.code, exc.message, hint=hint) from exc.__cause__

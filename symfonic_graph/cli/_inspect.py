@@ -16,6 +16,7 @@ from symfonic_graph.doctor import diagnose
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import GateDecision, explain_tool_call
 from symfonic_graph.layers import ProceduralLayer
+from symfonic_graph.turn import DEFAULT_MAX_TRIGGERS
 
 
 def register(sub: Any) -> None:
@@ -23,6 +24,8 @@ def register(sub: Any) -> None:
     add_json_flag(doctor)
     doctor.add_argument("--strict", action="store_true", help="exit 1 when anything is found")
     doctor.add_argument("--tenant", default=None, help="check only this tenant's nodes")
+    doctor.add_argument("--max-triggers", type=int, default=DEFAULT_MAX_TRIGGERS,
+                        help="pending triggers a turn reads at most (TurnMemory's max_triggers; default %(default)s)")
     doctor.set_defaults(handler=lambda a: anyio.run(_doctor, a))
 
     explain = sub.add_parser("explain", help="print the gate's decision trace for one tool call")
@@ -34,10 +37,15 @@ def register(sub: Any) -> None:
     explain.set_defaults(handler=lambda a: anyio.run(_explain, a))
 
 
+def _printable(text: str) -> str:
+    """``text`` with control characters escaped, so that each finding stays on its line."""
+    return "".join(ch if ch.isprintable() else repr(ch)[1:-1] for ch in text)
+
+
 async def _doctor(args: argparse.Namespace) -> int:
     async with open_store() as store:
-        findings = await diagnose(store, args.tenant)
-    text = "\n".join(f"[{f.check}] {f.label} {f.node}: {f.problem}" for f in findings)
+        findings = await diagnose(store, args.tenant, max_triggers=args.max_triggers)
+    text = "\n".join(_printable(f"[{f.check}] {f.label} {f.node}: {f.problem}") for f in findings)
     emit(args, [asdict(f) for f in findings], text or "no problems found")
     return 1 if findings and args.strict else 0
 

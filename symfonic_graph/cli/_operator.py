@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-from neo4j.exceptions import Neo4jError
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
-from symfonic_graph.cli._connect import open_store
+from symfonic_graph.cli._connect import open_store, run_statement
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
 from symfonic_graph.models import Skill
@@ -109,18 +108,13 @@ async def _cypher_run(args: argparse.Namespace) -> int:
     statements = split_cypher_script(text)
     async with open_store() as store:
         for n, statement in enumerate(statements, start=1):
-            try:
-                records, summary, _ = await store.driver.execute_query(statement.text, database_=store.database)
-            except Neo4jError as exc:
-                print(f"{args.file}:{statement.line}: statement {n} of {len(statements)} failed: {exc.message}",
-                      file=sys.stderr)
-                print(f"ran {n - 1} statement(s) before it; later ones were not run", file=sys.stderr)
-                return 1
-            counters = summary.counters
+            records, counters = await run_statement(
+                store, statement.text, f"{args.file}:{statement.line}: statement {n} of {len(statements)}",
+                hint=f"Ran {n - 1} statement(s) before it; later ones were not run.")
             print(f"{args.file}:{statement.line}: ok ({counters.nodes_created} nodes created, "
                   f"{counters.properties_set} properties set, {len(records)} rows)")
             for record in records[:_ROWS_SHOWN]:
-                print("  " + json.dumps(record.data(), default=str, ensure_ascii=False))
+                print("  " + json.dumps(record, default=str, ensure_ascii=False))
             if len(records) > _ROWS_SHOWN:
                 print(f"  ... {len(records) - _ROWS_SHOWN} more row(s)")
     print(f"ran {len(statements)} statement(s)")

@@ -49,20 +49,28 @@ def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSetti
         f"-[:REQUIRES {{position: 0}}]->"
         f"(:Precondition {{tenant_id: '{t}', kind: 'state', path: 'a', op: 'gt', value: 1}});\n"
         f"MATCH (s:Skill {{id: '{t}-k'}}) "
-        "CREATE (s)-[:REQUIRES {position: 1}]->(:Precondition {kind: 'tool', tool: 't'});\n"
+        f"CREATE (s)-[:REQUIRES {{position: 1}}]->(:Precondition {{kind: 'tool', tool: 't', doc_test: '{t}'}});\n"
     )
-    ran = _cli(cli_settings, "cypher", "run", str(script))
-    assert ran.returncode == 0, ran.stderr
-    assert "ran 3 statement(s)" in ran.stdout
-    proc = _cli(cli_settings, "doctor", "--tenant", tenant, "--json")
-    assert proc.returncode == 0, proc.stderr
-    problems = {(f["check"], f["problem"].split(" (")[0]) for f in json.loads(proc.stdout)}
-    assert ("bad_skills", "steps: Input should be a valid list") in problems
-    assert ("bad_preconditions", "precondition[0].op: unknown op 'gt': this predicate never holds") in problems
-    assert any(check == "foreign_preconditions" for check, _ in problems)
-    strict = _cli(cli_settings, "doctor", "--tenant", tenant, "--strict")
-    assert strict.returncode == 1
-    assert "[bad_skills] Skill" in strict.stdout
+    cleanup = tmp_path / "cleanup.cypher"  # the untenanted precondition would be reported to everyone
+    cleanup.write_text(f"MATCH (p:Precondition {{doc_test: '{t}'}}) DETACH DELETE p;\n")
+    try:
+        ran = _cli(cli_settings, "cypher", "run", str(script))
+        assert ran.returncode == 0, ran.stderr
+        assert "ran 3 statement(s)" in ran.stdout
+        proc = _cli(cli_settings, "doctor", "--tenant", tenant, "--json")
+        assert proc.returncode == 0, proc.stderr
+        findings = json.loads(proc.stdout)
+        problems = {(f["check"], f["problem"].split(" (")[0]) for f in findings}
+        assert ("bad_skills", "steps: Input should be a valid list") in problems
+        assert ("bad_preconditions", "precondition[0].op: unknown op 'gt': this predicate never holds") in problems
+        [edge] = [f for f in findings if f["check"] == "foreign_preconditions"]
+        assert edge["label"] == "Skill" and edge["node"] == f"{t}-k", "named by the skill it hangs off"
+        assert "position 1" in edge["problem"] and "no tenant" in edge["problem"]
+        strict = _cli(cli_settings, "doctor", "--tenant", tenant, "--strict")
+        assert strict.returncode == 1
+        assert "[bad_skills] Skill" in strict.stdout
+    finally:
+        assert _cli(cli_settings, "cypher", "run", str(cleanup)).returncode == 0
 
 
 def test_doctor_strict_passes_on_clean_tenant(cli_settings: Neo4jSettings) -> None:
@@ -119,12 +127,17 @@ def test_cypher_run_reports_failing_statement(cli_settings: Neo4jSettings, tmp_p
     script = tmp_path / "broken.cypher"
     script.write_text("// a comment\nRETURN 1;\n\nRETURN nonsense(;\nRETURN 3;\n")
     proc = _cli(cli_settings, "cypher", "run", str(script))
-    assert proc.returncode == 1
-    assert f"{script}:4: statement 2 of 3 failed" in proc.stderr
+    assert proc.returncode == 2, proc.stderr
+    [line] = proc.stderr.splitlines()
+    assert line.startswith(f"error: {script}:4: statement 2 of 3 failed on the server: ")
+    assert "Neo.ClientError.Statement.SyntaxError" in line
 
 
-def test_unreachable_neo4j_exits_3(tmp_path: Path) -> None:
+def test_unreachable_neo4j_exits_2_with_one_line(tmp_path: Path) -> None:
     env_settings = Neo4jSettings("bolt://127.0.0.1:1", "neo4j", "x", None)
     proc = _cli(env_settings, "skills", "list", "--tenant", "t")
-    assert proc.returncode == 3
-    assert "error:" in proc.stderr and "Neo4j" in proc.stderr
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        "error: cannot connect to bolt://127.0.0.1:1: connection refused; is Neo4j running? "
+        "Start it, or check the server address.\n"
+    )

@@ -9,7 +9,9 @@ import pytest
 
 from symfonic_graph import MemoryScope, create_precondition_gate_node
 from symfonic_graph.errors import ScopeError
+from symfonic_graph.gate import explain_tool_call
 from symfonic_graph.models import field_path, read_skill
+from symfonic_graph.ruleset import RuleSet
 from symfonic_graph.turn_scope import scope_from_state, scope_from_turn, scope_of
 from tests._fakes import ai_calls
 
@@ -113,3 +115,13 @@ def test_outside_a_graph_run_the_state_key_is_the_last_resort() -> None:
         scope_from_turn()({"messages": []})
     with pytest.raises(ScopeError, match="no 'memory_scope'"):
         scope_from_state()({})
+
+
+def test_list_typed_op_or_path_never_crashes_a_turn() -> None:
+    reading = read_skill(_row({**BASE, "action_tool": "deploy"}, {"kind": "tool", "tool": "auth"},
+                              {"kind": "state", "path": ["a"], "op": ["eq"], "value": 1}))
+    assert reading.skill is not None and any("never holds" in p for p in reading.problems)
+    rules = RuleSet([reading.skill])  # a list path must not break the compiled rules either
+    assert rules.preflight({"a": 1}) is None  # the predicate fails closed: the skill is filtered out
+    assert explain_tool_call(rules, "deploy", state={"a": 1}).verdict == "allowed"  # dropped, not enforced
+    assert explain_tool_call(rules, "deploy").verdict == "blocked"  # without state filtering it applies
