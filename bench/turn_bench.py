@@ -244,9 +244,10 @@ async def profile(env: Env, tenant: str) -> dict[str, tuple[int, int, str]]:
         "skills_visible": ("skills_visible", skills),
         "triggers_pending": ("triggers_pending", {**base, "limit": 100}),
         "catalog_version": ("catalog_version", {"tenant_id": tenant}),
-        "turn_snapshot (cold)": ("turn_snapshot", {"tenant_id": tenant, "namespace": None, "known_version": None,
-                                                   "write_id": None, "include_drafts": False,
-                                                   "include_retracted": False, "max_triggers": 100}),
+        "turn_snapshot (cold)": ("turn_snapshot", {"scopes": [{"tenant_id": tenant, "namespace": None,
+                                                               "known_version": None, "write_id": None,
+                                                               "include_drafts": False, "include_retracted": False}],
+                                                   "max_triggers": 100}),
     }
     out = {}
     async with env.store.driver.session(database=env.store.database, notifications_min_severity="OFF") as session:

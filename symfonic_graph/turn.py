@@ -22,8 +22,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from symfonic_graph import telemetry
+from symfonic_graph._coalesce import Coalescer
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
+from symfonic_graph.errors import ValidationError
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
 from symfonic_graph.ruleset import RuleSet, rules_of
 from symfonic_graph.scope import MemoryScope
@@ -95,6 +97,10 @@ class TurnMemory:
         max_scopes: how many scopes' caches to keep (least recently used go).
         max_triggers: pending triggers a turn reads at most, oldest first
             (``doctor`` reports scopes holding more).
+        coalesce_window: seconds within which concurrent ``begin()`` calls
+            share one query (``0``: calls in the same event-loop turn; None,
+            the default: every call reads on its own). Worth it for a
+            process serving many concurrent conversations.
 
     Example:
         >>> memory = TurnMemory(store)
@@ -111,10 +117,17 @@ class TurnMemory:
         include_negative: bool = False,
         max_scopes: int = 10_000,
         max_triggers: int = DEFAULT_MAX_TRIGGERS,
+        coalesce_window: float | None = None,
     ) -> None:
         self.max_triggers = positive_count("max_triggers", max_triggers)
+        if coalesce_window is not None and (
+            isinstance(coalesce_window, bool) or not isinstance(coalesce_window, (int, float))
+            or not 0 <= coalesce_window <= 1
+        ):
+            raise ValidationError("coalesce_window", f"must be None or seconds from 0 to 1, got {coalesce_window!r}")
+        self._coalescer = None if coalesce_window is None else Coalescer(self._read_many, window=coalesce_window)
         if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not 0 <= max_age < float("inf"):
-            raise ValueError(f"max_age must be a finite number of seconds >= 0, got {max_age!r}")
+            raise ValidationError("max_age", f"must be a finite number of seconds >= 0, got {max_age!r}")
         self.store = store
         self.max_age = float(max_age)
         self.scope_from = scope_from or scope_from_turn()
@@ -137,10 +150,7 @@ class TurnMemory:
         fresh = cached is not None and now - cached.fetched_at < self.max_age
         known = cached.version if cached is not None and fresh else None
         for _ in range(_TORN_READS):
-            [row] = await self.store.read(
-                "turn_snapshot", **scope.params(), known_version=known,
-                write_id=None, include_drafts=False, include_retracted=False, max_triggers=self.max_triggers,
-            )
+            row = await self._read(scope, known)
             if not row["skills_fresh"] and cached is not None:
                 break
             skills, torn = read_skills(row["skills"])
@@ -158,6 +168,17 @@ class TurnMemory:
                                 self.include_negative)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
+
+    async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:
+        params = {**scope.params(), "known_version": known, "write_id": None,
+                  "include_drafts": False, "include_retracted": False}
+        if self._coalescer is not None:
+            return await self._coalescer.read(params)
+        [row] = await self._read_many([params])
+        return row
+
+    async def _read_many(self, scopes: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        return await self.store.read("turn_snapshot", scopes=scopes, max_triggers=self.max_triggers)
 
     async def get_active_skills(self, state: Any) -> Sequence[Skill]:
         """The gate's lookup: the skills of this scope's snapshot, read again when older than ``max_age``.

@@ -1,15 +1,17 @@
 // fragment: skill_visible
-// params: tenant_id, namespace, write_id, include_drafts, include_retracted
-// The one visibility rule of a skill `s` (a WHERE body), with `published`
-// (the tenant catalog's list of published writes) in scope. Every skill read
-// includes it: TurnMemory, query_skills, skill lookups and the CLI.
-s.tenant_id = $tenant_id
-  AND (s.namespace IS NULL OR s.namespace = $namespace)
+// params:
+// The one visibility rule of a skill `s` (a WHERE body). It reads the scope
+// from the map `sc` ({tenant_id, namespace, write_id, include_drafts,
+// include_retracted}) and the tenant catalog's list of published writes from
+// `published`, both bound by the including query. Every skill read includes
+// it: TurnMemory (one scope or many in one query), query_skills, the CLI.
+s.tenant_id = sc.tenant_id
+  AND (s.namespace IS NULL OR s.namespace = sc.namespace)
   AND NOT coalesce(s.symfonic_replaced_by IN published, false)
-  AND ($include_retracted OR NOT s:SymfonicRetracted)
-  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
+  AND (sc.include_retracted OR NOT s:SymfonicRetracted)
+  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = sc.write_id
        OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
-  AND (s.status = 'approved' OR ($include_drafts AND s.status = 'draft'))
+  AND (s.status = 'approved' OR (sc.include_drafts AND s.status = 'draft'))
   AND coalesce(s.active, true) = true
 
 // fragment: skill_row

@@ -59,8 +59,10 @@ RETURN key, s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace;
 // (skill_projection.cypher). A staged node is visible once its write is
 // listed on the tenant's catalog node (read once, first, so a published batch
 // appears all at once).
-OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published
+WITH {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id, include_drafts: $include_drafts,
+      include_retracted: $include_retracted} AS sc
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: sc.tenant_id})
+WITH sc, coalesce(c.published_writes, []) AS published
 MATCH (s:Skill)
 WHERE
   // include: skill_visible

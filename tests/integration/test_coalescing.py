@@ -1,0 +1,138 @@
+"""Coalesced turn reads (issue 14): many concurrent begin() calls, one round trip, nothing crosses scopes."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import anyio
+import pytest
+
+from symfonic_graph import (
+    GraphMemoryStore,
+    MemoryScope,
+    ProceduralLayer,
+    ProspectiveLayer,
+    TurnMemory,
+    create_precondition_gate_node,
+)
+from symfonic_graph.errors import QueryError, StoreUnavailableError, ValidationError
+from tests._fakes import ai_calls
+
+pytestmark = pytest.mark.anyio
+TENANTS = 12
+
+
+async def _seed(store: GraphMemoryStore, prefix: str) -> list[MemoryScope]:
+    scopes = []
+    for n in range(TENANTS):
+        scope = MemoryScope(f"{prefix}-{n}", "user-1")
+        await ProceduralLayer(store).seed_authored_skill(
+            MemoryScope(scope.tenant_id), label=f"Rule {n}", steps=["deploy"], source_tag="authored:t",
+            action_tool="deploy", precondition=[f"check_{n}"])
+        await ProspectiveLayer(store).set_trigger(scope, condition="c", task=f"task of {n}")
+        scopes.append(scope)
+    return scopes
+
+
+def _view(snapshot: Any) -> tuple[Any, ...]:
+    return (snapshot.scope, snapshot.version, [s.metadata for s in snapshot.skills],
+            [(t.trigger_id, t.task) for t in snapshot.triggers])
+
+
+async def test_concurrent_turns_share_queries_and_each_gets_its_own_scope(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    scopes = await _seed(store, tenant)
+    expected = {scope: _view(await TurnMemory(store).begin(scope)) for scope in scopes}
+    memory = TurnMemory(store, coalesce_window=0.002)
+    turns = [random.Random(n).choice(scopes) for n in range(96)]
+    seen: list[tuple[MemoryScope, Any]] = []
+
+    async def turn(scope: MemoryScope) -> None:
+        seen.append((scope, _view(await memory.begin(scope))))
+
+    async with anyio.create_task_group() as tg:
+        for scope in turns:
+            tg.start_soon(turn, scope)
+    assert len(seen) == len(turns)
+    for scope, view in seen:
+        assert view == expected[scope]  # exactly its own skills and reminders, nothing of another tenant
+    assert memory._coalescer is not None and memory._coalescer.queries < len(turns) / 4
+
+
+async def test_the_gate_enforces_per_tenant_with_coalescing_on(store: GraphMemoryStore, tenant: str) -> None:
+    scopes = await _seed(store, tenant)
+    memory = TurnMemory(store, coalesce_window=0.0, max_age=0)
+    results: dict[MemoryScope, str] = {}
+
+    async def gate(scope: MemoryScope) -> None:
+        update = await create_precondition_gate_node(memory.get_active_skills)(
+            {"memory_scope": scope, "messages": [ai_calls(("deploy", "c1"))]})
+        results[scope] = update["messages"][0].content
+
+    async with anyio.create_task_group() as tg:
+        for scope in scopes:
+            tg.start_soon(gate, scope)
+    for n, scope in enumerate(scopes):
+        assert results[scope].startswith(f"Missing precondition: call check_{n} before deploy (skill: Rule {n}).")
+
+
+class OneBadScope(GraphMemoryStore):
+    """The real store, except that any read naming the poisoned tenant fails like a refused query."""
+
+    poisoned = ""
+
+    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        if any(s.get("tenant_id") == self.poisoned for s in params.get("scopes", [])):
+            raise QueryError(f"query {name}", "Neo.ClientError.Statement.ArgumentError", "poisoned for the test")
+        return await super().read(name, **params)
+
+
+async def test_one_failing_scope_never_fails_the_others(store: GraphMemoryStore, tenant: str) -> None:
+    scopes = await _seed(store, tenant)
+    faulty = OneBadScope(store.driver, database=store.database)
+    faulty.poisoned = scopes[3].tenant_id
+    memory = TurnMemory(faulty, coalesce_window=0.005)
+    outcomes: dict[MemoryScope, Any] = {}
+
+    async def turn(scope: MemoryScope) -> None:
+        try:
+            outcomes[scope] = _view(await memory.begin(scope))
+        except QueryError as exc:
+            outcomes[scope] = exc
+
+    async with anyio.create_task_group() as tg:
+        for scope in scopes:
+            tg.start_soon(turn, scope)
+    assert isinstance(outcomes[scopes[3]], QueryError)
+    for scope in scopes[:3] + scopes[4:]:
+        assert outcomes[scope] == _view(await TurnMemory(store).begin(scope))
+
+
+async def test_an_outage_fails_every_caller_typed(scope: MemoryScope) -> None:
+    import neo4j
+
+    dead = neo4j.AsyncGraphDatabase.driver("bolt://127.0.0.1:1", auth=("neo4j", "x"))
+    try:
+        memory = TurnMemory(GraphMemoryStore(dead, query_timeout=2.0), coalesce_window=0.001)
+        errors: list[BaseException] = []
+
+        async def turn(n: int) -> None:
+            try:
+                await memory.begin(MemoryScope(f"{scope.tenant_id}-{n}"))
+            except StoreUnavailableError as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for n in range(8):
+                tg.start_soon(turn, n)
+        assert len(errors) == 8
+    finally:
+        await dead.close()
+
+
+@pytest.mark.parametrize("bad", [-0.1, 2, True, "0.001"])
+async def test_the_window_is_validated(store: GraphMemoryStore, bad: object) -> None:
+    with pytest.raises(ValidationError, match="coalesce_window"):
+        TurnMemory(store, coalesce_window=bad)  # type: ignore[arg-type]
