@@ -31,7 +31,7 @@ from symfonic_graph.layers.procedural import skill_row
 from symfonic_graph.layers.prospective import trigger_row
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import SeedFile
-from symfonic_graph.store import GraphMemoryStore, Row, Statement, check_write_id, refuse_held_keys
+from symfonic_graph.store import GraphMemoryStore, Row, Statement, check_write_id, held_keys, refuse_held_keys
 
 __all__ = ["SeedPlan", "SeedResult", "apply_seed", "plan_seed"]
 
@@ -161,12 +161,12 @@ def _statements(plan: SeedPlan) -> tuple[list[Statement], dict[int, Callable[[in
                            ("write_id_published", {**scope.params(), "write_id": plan.write_id})]
         if block.skills:
             checks[len(statements)] = refuse_held_keys(len(statements), "skill")
-            statements += [("skill_keys_held", {"keys": [r["key"] for r in block.skills], **scope.params()}),
+            statements += [("skill_keys_held", {"keys": held_keys(block.skills), **scope.params()}),
                            ("skills_write", {"rows": block.skills}),
                            ("catalog_bump", {"tenant_id": scope.tenant_id})]
         if block.triggers:
             checks[len(statements)] = refuse_held_keys(len(statements), "trigger")
-            statements += [("trigger_keys_held", {"keys": [r["key"] for r in block.triggers], **scope.params()}),
+            statements += [("trigger_keys_held", {"keys": held_keys(block.triggers), **scope.params()}),
                            ("triggers_write", {"rows": block.triggers})]
     return statements, checks
 

@@ -504,6 +504,11 @@ def owned_by(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], Non
     return check
 
 
+def held_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """Every key a write may come to hold: its own, and the base key a staged write or draft takes later."""
+    return [k for r in rows for k in (r["key"], r.get("base_key")) if k is not None]
+
+
 def refuse_held_keys(index: int, what: str) -> Callable[[int, list[Row]], None]:
     """A ``write`` check for a ``*_keys_held`` statement at ``index``: a key held by another scope aborts."""
 

@@ -66,6 +66,7 @@ CALL (published) {
     AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
   OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
   WHERE old.tenant_id = n.tenant_id
+    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
   RETURN n, old
   UNION
   MATCH (n:Trigger:SymfonicUnpublished)
@@ -75,6 +76,7 @@ CALL (published) {
     AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
   OPTIONAL MATCH (old:Trigger {symfonic_key: n.symfonic_base_key})
   WHERE old.tenant_id = n.tenant_id
+    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
   RETURN n, old
 }
 SET old.symfonic_replaced_by = coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id,

@@ -49,7 +49,7 @@ RETURN s.id AS id;
 UNWIND $keys AS key
 MATCH (s:Skill {symfonic_key: key})
 WHERE s.tenant_id IS NULL OR s.tenant_id <> $tenant_id
-   OR NOT ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace)
+   OR NOT coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
 RETURN key, s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace;
 
 // name: skills_visible
@@ -116,6 +116,7 @@ WHERE s.tenant_id = $tenant_id
   AND s.status = 'approved' AND s.symfonic_base_key IS NOT NULL AND s.symfonic_write_id IS NULL
 OPTIONAL MATCH (old:Skill {symfonic_key: s.symfonic_base_key})
 WHERE old.tenant_id = s.tenant_id
+  AND coalesce(old.namespace = s.namespace, old.namespace IS NULL AND s.namespace IS NULL)
 CALL (old) {
   OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
   WHERE p.tenant_id = old.tenant_id

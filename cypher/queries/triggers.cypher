@@ -36,7 +36,7 @@ RETURN t {.*} AS trigger;
 UNWIND $keys AS key
 MATCH (t:Trigger {symfonic_key: key})
 WHERE t.tenant_id IS NULL OR t.tenant_id <> $tenant_id
-   OR NOT ((t.namespace IS NULL AND $namespace IS NULL) OR t.namespace = $namespace)
+   OR NOT coalesce(t.namespace = $namespace, t.namespace IS NULL AND $namespace IS NULL)
 RETURN key, t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace;
 
 // name: trigger_resolve

@@ -18,6 +18,7 @@ from symfonic_graph.store import (
     GraphMemoryStore,
     check_write_id,
     content_key,
+    held_keys,
     new_id,
     owned_by,
     refuse_held_keys,
@@ -122,12 +123,11 @@ class ProceduralLayer:
 
     async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None) -> list[str]:
         """Write the rows; return the skill ids in row order (a re-seeded identifier keeps its id)."""
-        keys = [r["key"] for r in rows]
         results = await self.store.write_staged(
             scope,
             write_id,
             [
-                ("skill_keys_held", {"keys": keys, **scope.params()}),
+                ("skill_keys_held", {"keys": held_keys(rows), **scope.params()}),
                 ("skills_write", {"rows": rows}),
                 ("catalog_bump", {"tenant_id": scope.tenant_id}),
             ],

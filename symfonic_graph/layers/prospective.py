@@ -14,6 +14,7 @@ from symfonic_graph.store import (
     GraphMemoryStore,
     check_write_id,
     content_key,
+    held_keys,
     new_id,
     owned_by,
     positive_count,
@@ -64,7 +65,7 @@ class ProspectiveLayer:
         results = await self.store.write_staged(
             scope,
             write_id,
-            [("trigger_keys_held", {"keys": [r["key"] for r in rows], **scope.params()}),
+            [("trigger_keys_held", {"keys": held_keys(rows), **scope.params()}),
              ("triggers_write", {"rows": rows})],
             check=refuse_held_keys(0, "trigger"),
         )
