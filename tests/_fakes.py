@@ -17,7 +17,11 @@ from pydantic import Field
 
 
 class Scripted(FakeMessagesListChatModel):
-    """Replays ``responses`` in order and records the messages it was shown on each call."""
+    """Replays ``responses`` in order and records the messages it was shown on each call.
+
+    Like a real provider, it refuses an input where a tool call id is not
+    answered exactly once (see :func:`assert_calls_answered`).
+    """
 
     seen: list[list[BaseMessage]] = Field(default_factory=list)
 
@@ -25,8 +29,15 @@ class Scripted(FakeMessagesListChatModel):
         return self
 
     async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> BaseMessage:
-        self.seen.append(list(input))
+        shown = list(input)
+        assert_calls_answered(shown)
+        self.seen.append(shown)
         return await super().ainvoke(input, config, **kwargs)
+
+
+def scripted(*responses: BaseMessage) -> Scripted:
+    """A :class:`Scripted` model replaying ``responses``."""
+    return Scripted(responses=list(responses))
 
 
 def ai_calls(*calls: tuple[str, str]) -> AIMessage:
@@ -48,9 +59,14 @@ def recording_tools(*names: str) -> tuple[list[BaseTool], list[str]]:
     return [make(name) for name in names], executed
 
 
+def assert_calls_answered(messages: Sequence[BaseMessage]) -> None:
+    """Every tool call id in ``messages`` is answered by exactly one ToolMessage, and no answer is stray."""
+    asked = Counter(c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls)
+    answered = Counter(m.tool_call_id for m in messages if isinstance(m, ToolMessage))
+    assert asked == answered, f"tool calls {dict(asked)} answered {dict(answered)}"
+
+
 def assert_every_call_answered(model: Scripted) -> None:
     """Every tool call id was answered before the model ran again."""
     for shown in model.seen:
-        asked = Counter(c["id"] for m in shown if isinstance(m, AIMessage) for c in m.tool_calls)
-        answered = Counter(m.tool_call_id for m in shown if isinstance(m, ToolMessage))
-        assert asked == answered
+        assert_calls_answered(shown)

@@ -7,6 +7,10 @@ Order of preference:
 2. a testcontainers Neo4j when a Docker engine answers;
 3. otherwise every test that needs Neo4j fails at once, saying how to start one.
 
+Every test that reaches ``neo4j_settings`` (directly or through ``driver``,
+``store`` or another fixture) is marked ``neo4j`` at collection, so
+``pytest -m "not neo4j"`` is the fast suite that needs no server.
+
 Each test works in a fresh tenant id; nothing is wiped between tests.
 """
 
@@ -22,6 +26,8 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope
+from symfonic_graph.recall import RECALL_INDEX
+from tests._recall import FORGET
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,13 @@ class Neo4jSettings:
     user: str
     password: str
     database: str | None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark every test that needs a server ``neo4j`` (``item.fixturenames`` is the transitive closure)."""
+    for item in items:
+        if "neo4j_settings" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.neo4j)
 
 
 def _docker_answers() -> bool:
@@ -103,3 +116,14 @@ def tenant() -> str:
 @pytest.fixture
 def scope(tenant: str) -> MemoryScope:
     return MemoryScope(tenant)
+
+
+@pytest.fixture
+async def forget(driver: neo4j.AsyncDriver, tenant: str) -> AsyncIterator[list[str]]:
+    """Tenant ids (besides ``tenant``) whose nodes are deleted after the test; waits for the recall index."""
+    await driver.execute_query("CALL db.awaitIndex($name, 300)", {"name": RECALL_INDEX})
+    others: list[str] = []
+    yield others
+    tenants = [tenant, *others]
+    for start in range(0, len(tenants), 500):
+        await driver.execute_query(FORGET, {"tenants": tenants[start:start + 500]})

@@ -8,20 +8,17 @@ Cypher, and every tool call id is answered before the model runs again.
 from __future__ import annotations
 
 import operator
-from collections import Counter
-from collections.abc import Sequence
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
-from pydantic import Field
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, StoreSkillGetter, TurnMemory
 from symfonic_graph.langgraph import create_guarded_tool_node
+from tests._fakes import Scripted, assert_every_call_answered
 
 pytestmark = pytest.mark.anyio
 EXECUTED: list[str] = []
@@ -48,19 +45,6 @@ class State(TypedDict):
     channel: str
 
 
-class Scripted(FakeMessagesListChatModel):
-    """Replays responses and records what it was shown each call."""
-
-    seen: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Scripted:
-        return self
-
-    async def ainvoke(self, input: Any, config: Any = None, **kwargs: Any) -> BaseMessage:
-        self.seen.append(list(input))
-        return await super().ainvoke(input, config, **kwargs)
-
-
 def _call(name: str, call_id: str) -> dict[str, Any]:
     return {"name": name, "args": {"channel": "slack"}, "id": call_id}
 
@@ -78,13 +62,6 @@ def _graph(memory: TurnMemory, model: Scripted, getter: Any) -> Any:
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")
     return builder.compile()
-
-
-def _assert_every_call_answered_before_the_model_ran(model: Scripted) -> None:
-    for shown in model.seen:
-        asked = Counter(c["id"] for m in shown if isinstance(m, AIMessage) for c in m.tool_calls)
-        answered = Counter(m.tool_call_id for m in shown if isinstance(m, ToolMessage))
-        assert asked == answered
 
 
 async def _seed_with_layer(store: GraphMemoryStore, scope: MemoryScope) -> None:
@@ -133,7 +110,7 @@ async def test_blocked_then_recovered(store: GraphMemoryStore, seeded: MemorySco
     assert [str(e.content).split(" `")[0] for e in errors] == [MISSING]
     assert EXECUTED == ["get_integration_status", "deliver"]
     assert "YOU MUST call `get_integration_status` BEFORE calling `deliver`" in str(model.seen[0][0].content)
-    _assert_every_call_answered_before_the_model_ran(model)
+    assert_every_call_answered(model)
 
 
 async def test_parallel_batch_runs_the_precondition_and_blocks_the_action(
@@ -151,7 +128,7 @@ async def test_parallel_batch_runs_the_precondition_and_blocks_the_action(
     assert answers["c1"].status != "error" and answers["c2"].status == "error"
     assert answers["c3"].status != "error"
     assert EXECUTED == ["get_integration_status", "deliver"]
-    _assert_every_call_answered_before_the_model_ran(model)
+    assert_every_call_answered(model)
 
 
 async def test_no_tool_calls_and_other_channel_and_other_tenant(

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import neo4j
@@ -27,7 +26,6 @@ from symfonic_graph import (
 from symfonic_graph._cypher import query
 from symfonic_graph.recall import (
     MAX_TERMS,
-    RECALL_INDEX,
     MemoryLayer,
     RetrievalPolicy,
     recall,
@@ -35,48 +33,13 @@ from symfonic_graph.recall import (
     recall_search,
 )
 from symfonic_graph.triggers import GraphPendingTriggers, prospective_trigger_capabilities
+from tests._recall import word, yielded
 
 pytestmark = pytest.mark.anyio
-
-# Deletes every node of the given tenants (each label through its tenant index).
-FORGET = """
-UNWIND $tenants AS t
-CALL (t) {
-  MATCH (n:Skill {tenant_id: t}) RETURN n
-  UNION MATCH (n:Precondition {tenant_id: t}) RETURN n
-  UNION MATCH (n:Trigger {tenant_id: t}) RETURN n
-  UNION MATCH (n:Fact {tenant_id: t}) RETURN n
-  UNION MATCH (n:SymfonicCatalog {tenant_id: t}) RETURN n
-}
-DETACH DELETE n
-"""
-# What the full-text procedure itself yields for a Lucene query, before any Cypher filter.
-YIELDED = f"CALL db.index.fulltext.queryNodes('{RECALL_INDEX}', $search) YIELD node RETURN node.tenant_id AS tenant"
-
-
-@pytest.fixture
-async def forget(driver: neo4j.AsyncDriver, tenant: str) -> AsyncIterator[list[str]]:
-    """Tenant ids (besides ``tenant``) whose nodes are deleted after the test; waits for the recall index."""
-    await driver.execute_query("CALL db.awaitIndex($name, 300)", {"name": RECALL_INDEX})
-    others: list[str] = []
-    yield others
-    await driver.execute_query(FORGET, {"tenants": [tenant, *others]})
-
 
 @pytest.fixture(autouse=True)
 async def _clean(forget: list[str]) -> None:
     """Every test of this module cleans up after itself."""
-
-
-async def yielded(driver: neo4j.AsyncDriver, search: str) -> list[str]:
-    """The tenant ids of the nodes ``db.index.fulltext.queryNodes`` yields for ``search``."""
-    records, _, _ = await driver.execute_query(YIELDED, {"search": search})
-    return [r["tenant"] for r in records]
-
-
-def word(tenant: str, stem: str = "okapi") -> str:
-    """A search word no other test uses: one Lucene token, unique to this test."""
-    return stem + tenant[-12:]
 
 
 async def lines(store: GraphMemoryStore, scope: MemoryScope, query: str,

@@ -7,8 +7,7 @@ from collections.abc import Iterator
 import neo4j
 import pytest
 from langchain_core.messages import AIMessage
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
@@ -20,23 +19,16 @@ from symfonic_graph import (
     StoreUnavailableError,
     TurnMemory,
     create_precondition_gate_node,
-    telemetry,
 )
+from tests._otel import recording_spans
 
 pytestmark = pytest.mark.anyio
 
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.set_tracer_provider(provider)
-    try:
+    with recording_spans() as exporter:
         yield exporter
-    finally:
-        telemetry.set_tracer_provider(None)
-        provider.shutdown()
 
 
 async def _seed(store: GraphMemoryStore, scope: MemoryScope) -> str:

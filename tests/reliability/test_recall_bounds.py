@@ -16,7 +16,6 @@ from __future__ import annotations
 import json
 import random
 import uuid
-from collections.abc import AsyncIterator
 from typing import Any
 
 import neo4j
@@ -33,43 +32,10 @@ from symfonic_graph import (
     ValidationError,
 )
 from symfonic_graph._cypher import query
-from symfonic_graph.recall import MAX_TERMS, RECALL_INDEX, RetrievalPolicy, recall, recall_search
+from symfonic_graph.recall import MAX_TERMS, RetrievalPolicy, recall, recall_search
+from tests._recall import word, yielded
 
 pytestmark = [pytest.mark.reliability, pytest.mark.anyio]
-
-FORGET = """
-UNWIND $tenants AS t
-CALL (t) {
-  MATCH (n:Skill {tenant_id: t}) RETURN n
-  UNION MATCH (n:Precondition {tenant_id: t}) RETURN n
-  UNION MATCH (n:Trigger {tenant_id: t}) RETURN n
-  UNION MATCH (n:Fact {tenant_id: t}) RETURN n
-  UNION MATCH (n:SymfonicCatalog {tenant_id: t}) RETURN n
-}
-DETACH DELETE n
-"""
-YIELDED = f"CALL db.index.fulltext.queryNodes('{RECALL_INDEX}', $search) YIELD node RETURN node.tenant_id AS tenant"
-
-
-@pytest.fixture
-async def forget(driver: neo4j.AsyncDriver, tenant: str) -> AsyncIterator[list[str]]:
-    """Tenant ids (besides ``tenant``) whose nodes are deleted after the test; waits for the recall index."""
-    await driver.execute_query("CALL db.awaitIndex($name, 300)", {"name": RECALL_INDEX})
-    others: list[str] = []
-    yield others
-    for start in range(0, len(others) + 1, 500):
-        await driver.execute_query(FORGET, {"tenants": [tenant, *others][start:start + 500]})
-
-
-def word(tenant: str) -> str:
-    """A search word (one Lucene token) that only this test uses."""
-    return "okapi" + tenant[-12:]
-
-
-async def yielded(driver: neo4j.AsyncDriver, search: str) -> list[str]:
-    records, _, _ = await driver.execute_query(YIELDED, {"search": search})
-    return [r["tenant"] for r in records]
-
 
 # -- hostile text ---------------------------------------------------------------
 

@@ -47,7 +47,7 @@ from symfonic_graph import (
 from symfonic_graph.server import LocalNeo4j
 from tests.reliability._stats import FIGURES
 
-pytestmark = [pytest.mark.reliability, pytest.mark.anyio]
+pytestmark = [pytest.mark.reliability, pytest.mark.neo4j, pytest.mark.anyio]  # starts a Neo4j of its own
 
 T = TypeVar("T")
 

@@ -2,20 +2,17 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
-from pydantic import Field
 
 from symfonic_graph.langgraph import build_agent_graph, create_guarded_tool_node
+from tests._fakes import Scripted, assert_calls_answered, scripted
 from tests.unit._skills import ai, skill
 
 
@@ -58,36 +55,6 @@ def _reset() -> None:
     EXECUTED.clear()
 
 
-def assert_all_calls_answered(messages: Sequence[BaseMessage]) -> None:
-    """Every tool call id of every AI message is answered by exactly one ToolMessage."""
-    answers = Counter(m.tool_call_id for m in messages if isinstance(m, ToolMessage))
-    for message in messages:
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                n = answers[call["id"] or ""]
-                assert n == 1, f"call {call['id']} answered {n} times"
-    asked = {c["id"] for m in messages if isinstance(m, AIMessage) for c in m.tool_calls}
-    assert set(answers) <= asked
-
-
-class ScriptedModel(FakeMessagesListChatModel):
-    """Replays ``responses`` and checks the provider invariant on every input."""
-
-    inputs: list[list[BaseMessage]] = Field(default_factory=list)
-
-    def bind_tools(self, tools: Any, **kwargs: Any) -> ScriptedModel:
-        return self
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        assert_all_calls_answered(messages)
-        self.inputs.append(list(messages))
-        return super()._generate(messages, *args, **kwargs)
-
-
-def scripted(*responses: AIMessage) -> ScriptedModel:
-    return ScriptedModel(responses=list(responses))
-
-
 async def active_skills(state: Any) -> list[Any]:
     return list(SKILLS)
 
@@ -96,7 +63,7 @@ async def broken_lookup(state: Any) -> list[Any]:
     raise ConnectionError("neo4j down")
 
 
-def explicit_graph(model: ScriptedModel, lookup_fn: Any = active_skills, *, strict: bool = False) -> Any:
+def explicit_graph(model: Scripted, lookup_fn: Any = active_skills, *, strict: bool = False) -> Any:
     """The wiring spelled out by hand: agent -> guarded ToolNode -> agent."""
 
     async def agent(state: MessagesState) -> dict[str, Any]:
@@ -134,7 +101,7 @@ async def test_single_call_blocked_then_recovered() -> None:
     assert results[0].name == "post_message"
     assert results[1].status == "success" and results[2].content == "posted"
     assert EXECUTED == ["get_status", "post_message"]
-    assert_all_calls_answered(out["messages"])
+    assert_calls_answered(out["messages"])
     assert out["messages"][-1].content == "done"
 
 
@@ -153,8 +120,8 @@ async def test_parallel_batch_blocks_action_runs_precondition_then_recovers() ->
     assert sorted(EXECUTED) == ["get_status", "lookup", "post_message"]
     assert EXECUTED[-1] == "post_message"  # only after the retry
     assert tool_messages(out["messages"])[-1].content == "posted"
-    assert_all_calls_answered(out["messages"])
-    assert len(model.inputs) == 3
+    assert_calls_answered(out["messages"])
+    assert len(model.seen) == 3
 
 
 @pytest.mark.anyio
@@ -171,7 +138,7 @@ async def test_precondition_from_an_earlier_turn_satisfies_the_action() -> None:
     history = [HumanMessage("go"), ai(("c1", "get_status")), ToolMessage("ok", tool_call_id="c1", name="get_status")]
     out = await explicit_graph(model).ainvoke({"messages": history})
     assert EXECUTED == ["post_message"]
-    assert_all_calls_answered(out["messages"])
+    assert_calls_answered(out["messages"])
 
 
 @pytest.mark.anyio
@@ -179,7 +146,7 @@ async def test_lookup_failure_passes_through_by_default(caplog: pytest.LogCaptur
     model = scripted(ai(("c1", "post_message")), AIMessage(content="done"))
     out = await explicit_graph(model, broken_lookup).ainvoke(start())
     assert EXECUTED == ["post_message"]
-    assert_all_calls_answered(out["messages"])
+    assert_calls_answered(out["messages"])
     assert any(r.levelname == "WARNING" for r in caplog.records)
 
 
@@ -201,9 +168,9 @@ async def test_build_agent_graph_loop_and_preflight_prompt() -> None:
         AIMessage(content="done"),
     )
     out = await build_agent_graph(model, TOOLS, active_skills).ainvoke(start())
-    assert_all_calls_answered(out["messages"])
+    assert_calls_answered(out["messages"])
     assert EXECUTED == ["get_status", "post_message"]
-    system = model.inputs[0][0]
+    system = model.seen[0][0]
     assert isinstance(system, SystemMessage)
     assert "- YOU MUST call `get_status` BEFORE calling `post_message` (skill: Post update)." in str(system.content)
     assert not any(isinstance(m, SystemMessage) for m in out["messages"])  # not stored in the state

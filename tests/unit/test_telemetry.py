@@ -11,14 +11,14 @@ from typing import Any
 
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import SpanKind, StatusCode
 
 from symfonic_graph import telemetry
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.gate import create_precondition_gate_node, run_gate
+from tests._otel import recording_spans
 
 pytestmark = pytest.mark.anyio
 
@@ -34,16 +34,8 @@ def anyio_backend() -> str:
 
 @pytest.fixture
 def spans() -> Iterator[InMemorySpanExporter]:
-    """An SDK provider for this module only, exporting to memory (the global provider is left alone)."""
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.set_tracer_provider(provider)
-    try:
+    with recording_spans() as exporter:
         yield exporter
-    finally:
-        telemetry.set_tracer_provider(None)
-        provider.shutdown()
 
 
 def lookup(*skills: Any) -> Any:
@@ -244,14 +236,7 @@ def test_without_opentelemetry_installed_nothing_is_wrapped_and_the_gate_decides
 async def test_a_sampled_out_gate_run_records_nothing_and_still_decides() -> None:
     from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider(sampler=ALWAYS_OFF)
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    telemetry.set_tracer_provider(provider)
-    try:
+    with recording_spans(ALWAYS_OFF) as exporter:
         [decision] = await run_gate(asking(("deploy", "c1")), lookup(DEPLOY))
-    finally:
-        telemetry.set_tracer_provider(None)
-        provider.shutdown()
     assert decision.verdict == "blocked"
     assert exporter.get_finished_spans() == ()
