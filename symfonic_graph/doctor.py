@@ -29,7 +29,6 @@ EXPECTED_INDEXES = (
     "precondition_tenant",
     "trigger_tenant",
     "fact_tenant",
-    "symfonic_memory_text",
     "symfonic_memory_text_v2",
     # The indexes behind the uniqueness constraints: ids, and the identifier
     # keys that make re-seeds replace and keep writes from taking over nodes.

@@ -7,6 +7,7 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore
+from symfonic_graph.recall import RECALL_INDEX
 from symfonic_graph.store import _migrations
 
 pytestmark = pytest.mark.anyio
@@ -31,6 +32,13 @@ async def test_apply_schema_is_idempotent_and_recorded(store: GraphMemoryStore) 
     records, _, _ = await store.driver.execute_query("SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names")
     assert sorted(records[0]["names"]) == before
     assert {"skill_id", "skill_symfonic_key", "trigger_id"} <= set(before)
+
+
+async def test_the_legacy_full_text_index_is_dropped_and_recall_keeps_its_own(store: GraphMemoryStore) -> None:
+    """Migration 0005: every write paid for the first release's index; recall's index stays."""
+    records, _, _ = await store.driver.execute_query("SHOW FULLTEXT INDEXES YIELD name RETURN collect(name) AS names")
+    assert "symfonic_memory_text" not in records[0]["names"]
+    assert RECALL_INDEX in records[0]["names"]
 
 
 async def test_schema_statements_race_safely(store: GraphMemoryStore) -> None:
