@@ -199,7 +199,7 @@ async def apply_seed(store: GraphMemoryStore, plan: SeedPlan) -> SeedResult:
     ids = iter(rows for (name, _), rows in zip(statements, results, strict=True) if name in written)
     out = []
     for block in plan.scopes:
-        skills = [str(r["id"]) for r in next(ids)] if block.skills else []
-        triggers = [str(r["id"]) for r in next(ids)] if block.triggers else []
+        skills = [str(i) for i in next(ids)[0]["ids"]] if block.skills else []
+        triggers = [str(i) for i in next(ids)[0]["ids"]] if block.triggers else []
         out.append((block.scope, skills, triggers))
     return SeedResult(out)

@@ -1,11 +1,14 @@
 // name: facts_write
 // params: rows
-UNWIND $rows AS row
+// One result row holds every id, in row order.
+UNWIND range(0, size($rows) - 1) AS seq
+WITH $rows[seq] AS row, seq
 CREATE (f:Fact)
 SET f.id = row.id, f.tenant_id = row.tenant_id, f.namespace = row.namespace,
     f.text = row.text, f.created_at = datetime(), f.symfonic_write_id = row.write_id
 FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET f:SymfonicUnpublished)
-RETURN f.id AS id;
+WITH seq, f ORDER BY seq
+RETURN collect(f.id) AS ids;
 
 // name: facts_visible
 // params: tenant_id, namespace, write_id

@@ -6,6 +6,8 @@
 // so that a reader racing this write can tell a torn skill and read again.
 // A batch keeps its order: each new skill's created_at is one microsecond
 // after the previous row's, so a catalog lists a file's rules in file order.
+// One result row holds every id, in row order: a row per skill would cost the
+// client more than the write itself.
 UNWIND range(0, size($rows) - 1) AS seq
 WITH $rows[seq] AS row, seq
 MERGE (s:Skill {symfonic_key: row.key})
@@ -26,7 +28,7 @@ SET s.tenant_id = row.tenant_id,
     s.symfonic_rev = row.rev
 REMOVE s:SymfonicRetracted, s:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET s:SymfonicUnpublished)
-WITH s, row
+WITH s, row, seq
 CALL (s) {
   MATCH (s)-[:REQUIRES]->(old:Precondition)
   WHERE old.tenant_id = s.tenant_id
@@ -39,7 +41,8 @@ CALL (s, row) {
       n.tool = p.tool, n.path = p.path, n.op = p.op, n.value = p.value, n.text = p.text,
       n.symfonic_rev = row.rev
 }
-RETURN s.id AS id;
+WITH seq, s ORDER BY seq
+RETURN collect(s.id) AS ids;
 
 // name: skill_keys_held
 // params: keys, tenant_id, namespace

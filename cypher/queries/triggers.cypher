@@ -3,6 +3,7 @@
 // Store reminders as pending triggers; staged when the row has a write_id.
 // A row whose key exists (same identifier in the same scope) replaces that
 // trigger's condition and task (same id) and makes it pending again.
+// One result row holds every id, in row order.
 UNWIND range(0, size($rows) - 1) AS seq
 WITH $rows[seq] AS row, seq
 MERGE (t:Trigger {symfonic_key: row.key})
@@ -12,7 +13,8 @@ SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row
     t.updated_at = datetime(), t.symfonic_write_id = row.write_id, t.symfonic_base_key = row.base_key
 REMOVE t:SymfonicRetracted, t:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET t:SymfonicUnpublished)
-RETURN t.id AS id;
+WITH seq, t ORDER BY seq
+RETURN collect(t.id) AS ids;
 
 // name: triggers_pending
 // params: tenant_id, namespace, write_id, limit

@@ -133,7 +133,7 @@ class ProceduralLayer:
             ],
             check=refuse_held_keys(0, "skill"),
         )
-        return [str(r["id"]) for r in results[1]]
+        return [str(i) for i in results[1][0]["ids"]]
 
     async def query_skills(
         self,

@@ -69,7 +69,7 @@ class ProspectiveLayer:
              ("triggers_write", {"rows": rows})],
             check=refuse_held_keys(0, "trigger"),
         )
-        return [str(r["id"]) for r in results[1]]
+        return [str(i) for i in results[1][0]["ids"]]
 
     async def get_pending(
         self, scope: MemoryScope, *, write_id: str | None = None, limit: int | None = None

@@ -81,6 +81,9 @@ async def test_bulk_seed_writes_many_skills_in_one_call(store: GraphMemoryStore,
     assert len(ids) == len(set(ids)) == len(skills) == 200
     by_label = {s.label: s for s in skills}
     assert by_label["skill 7"].precondition == ("pre_7", {"state": {"path": "n", "op": "eq", "value": 7}})
+    # The write returns all ids in one row; they come back in entry order, and so does the catalog.
+    assert ids == [by_label[f"skill {i}"].id for i in range(200)]
+    assert [s.label for s in skills] == [f"skill {i}" for i in range(200)]
     assert await layer.seed_skills(scope, []) == []
 
 
