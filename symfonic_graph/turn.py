@@ -169,6 +169,21 @@ class TurnMemory:
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
 
+    def invalidate(self, scope: MemoryScope | None = None) -> None:
+        """Forget cached catalogs (one scope's, or all): the next ``begin()`` ships the skills again.
+
+        For a process that learns of a change the catalog version does not
+        show (a plain-Cypher seeder that does not bump it) and will not wait
+        ``max_age``. The gate's snapshot of the current turn is kept.
+
+        Example:
+            >>> memory.invalidate(MemoryScope("acme"))
+        """
+        if scope is None:
+            self._catalogs.clear()
+        else:
+            self._catalogs.pop(scope_of(scope, where="invalidate(scope)"), None)
+
     async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:
         params = {**scope.params(), "known_version": known, "write_id": None,
                   "include_drafts": False, "include_retracted": False}

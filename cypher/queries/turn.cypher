@@ -23,9 +23,14 @@ CALL (sc) {
        coalesce(c.published_writes, []) AS published
   WITH sc, version, published,
        version IS NULL OR sc.known_version IS NULL OR version <> sc.known_version AS skills_fresh
-  CALL (sc, skills_fresh, published) {
+  // A warm turn (skills not fresh) must not even seek the tenant's skills: the
+  // subquery then sees a null scope, whose null tenant seeks nothing (a WHERE
+  // on skills_fresh is planned after the seek).
+  WITH sc, version, published, skills_fresh, CASE WHEN skills_fresh THEN sc END AS skill_scope
+  CALL (skill_scope, published) {
+    WITH skill_scope AS sc, published
     MATCH (s:Skill)
-    WHERE skills_fresh AND
+    WHERE
       // include: skill_visible
     WITH s, published ORDER BY s.created_at, s.id
     // include: skill_row

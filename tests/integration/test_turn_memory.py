@@ -90,6 +90,25 @@ async def test_one_read_per_turn_and_skills_only_when_the_catalog_moves(
     assert "seen at once" in [s.label for s in (await stale_ok.begin(scope)).skills]
 
 
+async def test_invalidate_makes_the_next_turn_see_an_unbumped_edit_of_that_scope_only(
+    store: GraphMemoryStore, scope: MemoryScope
+) -> None:
+    other = MemoryScope(scope.tenant_id + "-other")
+    await _seed(store, scope)
+    await _seed(store, other)
+    memory = TurnMemory(store)
+    await memory.begin(scope)
+    await memory.begin(other)
+    for tenant in (scope.tenant_id, other.tenant_id):  # an edit that does not bump the catalog
+        await store.driver.execute_query("MATCH (s:Skill {tenant_id: $t}) SET s.label = 'edited'", t=tenant)
+    memory.invalidate(scope)
+    assert [s.label for s in (await memory.begin(scope)).skills] == ["edited"]
+    assert [s.label for s in (await memory.begin(other)).skills] == ["Deliver"]  # still cached
+    memory.invalidate()
+    assert [s.label for s in (await memory.begin(other)).skills] == ["edited"]
+    await store.driver.execute_query("MATCH (n) WHERE n.tenant_id = $t DETACH DELETE n", t=other.tenant_id)
+
+
 async def test_gate_enforces_the_snapshot_the_model_was_shown(store: GraphMemoryStore, scope: MemoryScope) -> None:
     await _seed(store, scope)
     counting = _CountingStore(store)
