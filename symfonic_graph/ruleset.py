@@ -64,10 +64,22 @@ class Rule:
         return None
 
 
+class _Read:
+    """A skill's ``id`` and ``metadata`` read once (``Skill.metadata`` builds a new dict per access)."""
+
+    __slots__ = ("id", "metadata")
+
+    def __init__(self, skill: Any) -> None:
+        self.id = skill.get("id") if isinstance(skill, Mapping) else getattr(skill, "id", None)
+        meta = skill.get("metadata") if isinstance(skill, Mapping) else getattr(skill, "metadata", None)
+        self.metadata = meta if isinstance(meta, Mapping) else {}
+
+
 def _rule(skill: Any) -> Rule:
-    action = action_tool_of(skill)
-    required = tuple(required_tools(skill, action)) if action is not None else ()
-    return Rule(skill, action, required, tuple(state_predicates(skill)), skill_label(skill), skill_id(skill))
+    read = _Read(skill)
+    action = action_tool_of(read)
+    required = tuple(required_tools(read, action)) if action is not None else ()
+    return Rule(skill, action, required, tuple(state_predicates(read)), skill_label(read), skill_id(read))
 
 
 class RuleSet(tuple[Any, ...]):

@@ -98,9 +98,12 @@ class TurnMemory:
         max_triggers: pending triggers a turn reads at most, oldest first
             (``doctor`` reports scopes holding more).
         coalesce_window: seconds within which concurrent ``begin()`` calls
-            share one query (``0``: calls in the same event-loop turn; None,
-            the default: every call reads on its own). Worth it for a
-            process serving many concurrent conversations.
+            share one query. ``0``, the default, batches the calls made in
+            the same event-loop iteration, which costs a lone turn about
+            30 us and lets concurrent conversations share round trips; a
+            longer window batches more but every turn waits for it (1 ms
+            costs about 1.5 ms at c=1). ``None`` turns coalescing off: every
+            call reads on its own.
 
     Example:
         >>> memory = TurnMemory(store)
@@ -117,7 +120,7 @@ class TurnMemory:
         include_negative: bool = False,
         max_scopes: int = 10_000,
         max_triggers: int = DEFAULT_MAX_TRIGGERS,
-        coalesce_window: float | None = None,
+        coalesce_window: float | None = 0.0,
     ) -> None:
         self.max_triggers = positive_count("max_triggers", max_triggers)
         if coalesce_window is not None and (

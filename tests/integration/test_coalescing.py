@@ -61,6 +61,40 @@ async def test_concurrent_turns_share_queries_and_each_gets_its_own_scope(
     assert memory._coalescer is not None and memory._coalescer.queries < len(turns) / 4
 
 
+class Counting(GraphMemoryStore):
+    """The real store, counting the queries it sends."""
+
+    reads = 0
+
+    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        self.reads += 1
+        return await super().read(name, **params)
+
+
+async def test_coalescing_is_on_by_default_and_none_turns_it_off(store: GraphMemoryStore, tenant: str) -> None:
+    scopes = await _seed(store, tenant)
+
+    async def concurrent_turns(memory: TurnMemory) -> dict[MemoryScope, Any]:
+        views: dict[MemoryScope, Any] = {}
+
+        async def turn(scope: MemoryScope) -> None:
+            views[scope] = _view(await memory.begin(scope))
+
+        async with anyio.create_task_group() as tg:
+            for scope in scopes:
+                tg.start_soon(turn, scope)
+        return views
+
+    default, off = Counting(store.driver, database=store.database), Counting(store.driver, database=store.database)
+    by_default = await concurrent_turns(TurnMemory(default))
+    one_each = await concurrent_turns(TurnMemory(off, coalesce_window=None))
+    assert by_default == one_each and len(by_default) == TENANTS  # the same snapshots either way
+    assert off.reads == TENANTS
+    assert default.reads == 1  # begun in the same event-loop iteration: one round trip for all
+    await TurnMemory(default).begin(scopes[0])  # a lone turn: one query, no wait
+    assert default.reads == 2
+
+
 async def test_the_gate_enforces_per_tenant_with_coalescing_on(store: GraphMemoryStore, tenant: str) -> None:
     scopes = await _seed(store, tenant)
     memory = TurnMemory(store, coalesce_window=0.0, max_age=0)
