@@ -61,7 +61,8 @@ RETURN key, s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace;
 // stable order (created_at, id): the one visibility rule and projection
 // (skill_projection.cypher). A staged node is visible once its write is
 // listed on the tenant's catalog node (read once, first, so a published batch
-// appears all at once).
+// appears all at once). One row holds them all, in that order: streaming a
+// row per skill costs the async driver about 35 us each, more than the query.
 WITH {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id, include_drafts: $include_drafts,
       include_retracted: $include_retracted} AS sc
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: sc.tenant_id})
@@ -73,7 +74,7 @@ WHERE
        OR toLower(toStringOrNull(s.context)) CONTAINS toLower($query))
 WITH s ORDER BY s.created_at, s.id LIMIT $limit
 // include: skill_row
-RETURN skill_row;
+RETURN collect(skill_row) AS skills;
 
 // name: skill_by_id
 // params: tenant_id, namespace, write_id, skill_id

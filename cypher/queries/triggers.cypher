@@ -18,7 +18,7 @@ RETURN collect(t.id) AS ids;
 
 // name: triggers_pending
 // params: tenant_id, namespace, write_id, limit
-// Unresolved triggers the scope sees, oldest first, at most $limit.
+// Unresolved triggers the scope sees, oldest first, at most $limit, in one row.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (t:Trigger)
@@ -30,7 +30,7 @@ WHERE t.tenant_id = $tenant_id
   AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = $write_id
        OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
 WITH t ORDER BY t.created_at, t.id LIMIT $limit
-RETURN t {.*} AS trigger;
+RETURN collect(t {.*}) AS triggers;
 
 // name: trigger_keys_held
 // params: keys, tenant_id, namespace

@@ -165,8 +165,8 @@ class ProceduralLayer:
             limit=_NO_LIMIT if tool is not None else min(top_k or _NO_LIMIT, _NO_LIMIT),
         )
         for _ in range(_TORN_READS):
-            rows = await self.store.read("skills_visible", **params)
-            skills, torn = read_skills([row["skill_row"] for row in rows])
+            [row] = await self.store.read("skills_visible", **params)
+            skills, torn = read_skills(row["skills"])
             if not torn:
                 break
         skills = keep_owned(scope, skills, "skill")

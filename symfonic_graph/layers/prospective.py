@@ -77,7 +77,7 @@ class ProspectiveLayer:
         """Unresolved triggers the scope sees, oldest first (at most ``limit``)."""
         rows = await self.store.read("triggers_pending", **scope.params(), write_id=check_write_id(write_id),
                                      limit=MAX_COUNT if limit is None else positive_count("limit", limit))
-        return [t for t in (trigger_from_row(r["trigger"]) for r in rows) if t is not None]
+        return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
 
     async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> None:
         """Mark a trigger resolved: it is no longer pending."""
