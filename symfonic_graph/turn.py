@@ -14,7 +14,10 @@ questions of the turn without another query:
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
+import math
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -75,6 +78,25 @@ class _Catalog:
     version: int | None
     fetched_at: float
     skills: tuple[Skill, ...]
+    fingerprint: bytes | None = None  # of the rows the skills were read from (None: never reused)
+
+
+_JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
+
+
+def _fingerprint(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """A digest of skill rows exactly as read, or None when a value is not plain JSON.
+
+    JSON keeps ``1``, ``1.0`` and ``true`` apart (``==`` does not), so equal
+    digests mean the same properties with the same types: the compiled
+    catalog of the last read can be reused. A temporal or spatial value (seeded
+    by hand) gives None, and such a catalog is read afresh every time.
+    """
+    try:
+        text = _JSON.encode(rows)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.blake2b(text.encode("ascii"), digest_size=16).digest()
 
 
 class TurnMemory:
@@ -156,15 +178,22 @@ class TurnMemory:
             row = await self._read(scope, known)
             if not row["skills_fresh"] and cached is not None:
                 break
+            # Only a scope seen before pays for the digest (a first read has nothing to compare with).
+            fingerprint = _fingerprint(row["skills"]) if cached is not None else None
+            if fingerprint is not None and cached is not None and fingerprint == cached.fingerprint:
+                # Shipped again (stale by age, or the version moved) but identical: keep the compiled rules.
+                cached = _Catalog(row["version"], now, cached.skills, fingerprint)
+                break
             skills, torn = read_skills(row["skills"])
-            cached = _Catalog(row["version"], now, RuleSet(keep_owned(scope, skills, "skill")))
+            cached = _Catalog(row["version"], now, RuleSet(keep_owned(scope, skills, "skill")),
+                              None if torn else fingerprint)
             if not torn:
                 break
             known = None  # caught a re-seed half applied: read again
         else:
             log.error("skills of %s still look torn after %d reads; using the last read "
                       "(run `symfonic-graph doctor`)", scope, _TORN_READS)
-        telemetry.note_turn_read("turn_snapshot", skills_cached=not row["skills_fresh"])
+        telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
         _remember(self._catalogs, scope, cached, self.max_scopes)
         snapshot = TurnSnapshot(scope, row["version"], cached.skills, _triggers(scope, row["triggers"]), now,
@@ -182,10 +211,11 @@ class TurnMemory:
         Example:
             >>> memory.invalidate(MemoryScope("acme"))
         """
-        if scope is None:
-            self._catalogs.clear()
-        else:
-            self._catalogs.pop(scope_of(scope, where="invalidate(scope)"), None)
+        scopes = list(self._catalogs) if scope is None else [scope_of(scope, where="invalidate(scope)")]
+        for each in scopes:
+            cached = self._catalogs.get(each)
+            if cached is not None:  # stale now; rows identical to its own still reuse its compiled rules
+                self._catalogs[each] = _Catalog(cached.version, -math.inf, cached.skills, cached.fingerprint)
 
     async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:
         params = {**scope.params(), "known_version": known, "write_id": None,
@@ -196,7 +226,24 @@ class TurnMemory:
         return row
 
     async def _read_many(self, scopes: list[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        return await self.store.read("turn_snapshot", scopes=scopes, max_triggers=self.max_triggers)
+        """One row per entry of ``scopes``, in order, each naming the query that read it (``query``).
+
+        When every entry has a cached version (the steady state), the smaller
+        ``turn_snapshot_warm`` runs; the entries whose catalog moved are then
+        read again with ``turn_snapshot``, which ships their skills.
+        """
+        warm = all(entry["known_version"] is not None for entry in scopes)
+        name = "turn_snapshot_warm" if warm else "turn_snapshot"
+        rows = await self.store.read(name, scopes=scopes, max_triggers=self.max_triggers)
+        for row in rows:
+            row["query"] = name
+        moved = [i for i, row in enumerate(rows) if row["skills_fresh"]] if warm else []
+        if moved:
+            again = await self.store.read("turn_snapshot", scopes=[scopes[i] for i in moved],
+                                          max_triggers=self.max_triggers)
+            for i, row in zip(moved, again, strict=True):
+                rows[i] = {**row, "query": "turn_snapshot"}
+        return rows
 
     async def get_active_skills(self, state: Any) -> Sequence[Skill]:
         """The gate's lookup: the skills of this scope's snapshot, read again when older than ``max_age``.

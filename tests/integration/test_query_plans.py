@@ -30,6 +30,10 @@ PER_TURN = [
                                                "write_id": None, "include_drafts": False,
                                                "include_retracted": False}], "max_triggers": 100},
                  id="turn_snapshot"),
+    pytest.param("turn_snapshot_warm", {"scopes": [{"tenant_id": "t-plan", "namespace": "u-1", "known_version": 3,
+                                                    "write_id": None, "include_drafts": False,
+                                                    "include_retracted": False}], "max_triggers": 100},
+                 id="turn_snapshot_warm"),
 ]
 SEEKS = {"NodeIndexSeek", "NodeUniqueIndexSeek"}
 

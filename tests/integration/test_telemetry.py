@@ -68,7 +68,7 @@ async def test_a_turn_read_is_one_search_memory_span_with_counts_cache_and_versi
             "symfonic_graph.skill.count": 1,
             "symfonic_graph.trigger.count": 1,
             "symfonic_graph.catalog.version": snapshot.version,
-            "symfonic_graph.cypher.query": "turn_snapshot",
+            "symfonic_graph.cypher.query": "turn_snapshot" if snapshot is first else "turn_snapshot_warm",
             "symfonic_graph.skills.cached": None,
         }
         assert isinstance(snapshot.version, int)

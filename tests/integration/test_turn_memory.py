@@ -69,7 +69,8 @@ async def test_one_read_per_turn_and_skills_only_when_the_catalog_moves(
     memory = TurnMemory(counting)
     first = await memory.begin(scope)
     second = await memory.begin(scope)
-    assert counting.reads == ["turn_snapshot", "turn_snapshot"]
+    # The first turn ships the skills; the next one holds the version and runs the smaller warm query.
+    assert counting.reads == ["turn_snapshot", "turn_snapshot_warm"]
     assert second.skills == first.skills and len(first.skills) == 1
 
     # A plain-Cypher edit that does not bump the catalog is not seen until max_age...
@@ -81,8 +82,10 @@ async def test_one_read_per_turn_and_skills_only_when_the_catalog_moves(
     await ProceduralLayer(store).seed_authored_skill(
         scope, label="Other", steps=["other"], source_tag="authored:test"
     )
+    counting.reads.clear()
     labels = sorted(s.label for s in (await memory.begin(scope)).skills)
     assert labels == ["Other", "renamed without bump"]
+    assert counting.reads == ["turn_snapshot_warm", "turn_snapshot"]  # the catalog moved: read again with skills
     stale_ok = TurnMemory(store, max_age=0.0)
     await store.driver.execute_query(
         "MATCH (s:Skill {tenant_id: $t, label: 'Other'}) SET s.label = 'seen at once'", t=scope.tenant_id
@@ -143,3 +146,47 @@ async def test_snapshot_triggers_feed_the_capability_and_stay_in_scope(
     capability = ProspectiveTriggerCapability(snapshot, lambda condition, cue: condition in cue, user)
     [contribution] = await capability.contribute(Request())
     assert "Say it is overdue." in contribution.content and "Not for u1." not in contribution.content
+
+
+async def test_a_stale_read_of_identical_skills_reuses_the_compiled_rules(
+    store: GraphMemoryStore, scope: MemoryScope, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await _seed(store, scope)
+    from symfonic_graph import turn
+
+    decoded: list[int] = []
+    real = turn.read_skills
+
+    def counting(rows: Any) -> Any:
+        decoded.append(len(rows))
+        return real(rows)
+
+    monkeypatch.setattr(turn, "read_skills", counting)
+    memory = TurnMemory(store)
+    await memory.begin(scope)
+    memory.invalidate(scope)  # as if max_age had passed: the skills are shipped again...
+    again = await memory.begin(scope)
+    assert decoded == [1, 1]  # a first read keeps no digest: the second one decodes and takes one
+    memory.invalidate(scope)
+    third = await memory.begin(scope)
+    assert decoded == [1, 1] and third.skills is again.skills  # identical: not decoded again
+
+    # The same value with another type is another catalog: JSON keeps 1, 1.0 and true apart.
+    for value in (1, 1.0, True):
+        await store.driver.execute_query(
+            "MATCH (:Skill {tenant_id: $t})-[:REQUIRES]->(p:Precondition {kind: 'state'}) SET p.value = $v",
+            t=scope.tenant_id, v=value)
+        memory.invalidate(scope)
+        skills = (await memory.begin(scope)).skills
+        [predicate] = [item["state"] for item in skills[0].precondition or () if isinstance(item, dict)]
+        assert predicate["value"] == value and type(predicate["value"]) is type(value)
+    assert decoded == [1, 1, 1, 1, 1]
+
+    # A value that is not plain JSON (a date seeded by hand) is never reused: decoded on every shipped read.
+    await store.driver.execute_query(
+        "MATCH (:Skill {tenant_id: $t})-[:REQUIRES]->(p:Precondition {kind: 'state'}) SET p.value = date()",
+        t=scope.tenant_id)
+    for _ in range(2):
+        memory.invalidate(scope)
+        await memory.begin(scope)
+    assert decoded == [1, 1, 1, 1, 1, 1, 1]
