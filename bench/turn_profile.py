@@ -1,0 +1,185 @@
+"""Where a turn's time goes: the floor, the server's part of each query, the client's part (a script, not a test).
+
+Run ``eval "$(symfonic-graph server start)"`` first, then::
+
+    python -m bench.turn_profile          # prints the table, rewrites the profile block of docs/performance.md
+    python -m bench.turn_profile --print  # prints only
+
+One tenant is seeded like the turn benchmark's (20 skills, 3 triggers) and
+deleted at the end. Each *server* row is a query run as an auto-commit read
+in a fresh session, the way ``GraphMemoryStore.read`` runs one, with its
+records fetched; its p50 is compared with ``RETURN 1`` timed in the same
+rounds. The pieces of ``turn_snapshot`` are hand-cut variants of its text
+(only here, never in the library), so the row-to-row differences show what
+each part costs. Each *client* row is CPU time in this process, no I/O.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import statistics
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+import neo4j
+
+from bench.turn_bench import skill_specs, table
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, TurnMemory
+from symfonic_graph._cypher import query
+from symfonic_graph.models import read_skills
+from symfonic_graph.ruleset import RuleSet
+from symfonic_graph.turn import _fingerprint
+
+BEGIN, END = "<!-- profile:begin -->", "<!-- profile:end -->"
+
+
+def server_variants(tenant: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Query texts, each with its parameters: the floor, streaming shapes and cuts of the turn queries."""
+    cold = query("turn_snapshot").text
+    warm = query("turn_snapshot_warm").text
+    entry = {"tenant_id": tenant, "namespace": None, "known_version": None, "write_id": None,
+             "include_drafts": False, "include_retracted": False}
+    turn: dict[str, Any] = {"scopes": [entry], "max_triggers": 100}
+    held: dict[str, Any] = {"scopes": [{**entry, "known_version": 1}], "max_triggers": 100}
+    catalog_only = warm[:warm.index("  CALL (sc, published) {")] + (
+        "  RETURN version, skills_fresh, [] AS skills, [] AS triggers\n}\n"
+        "RETURN i, version, skills_fresh, skills, triggers\n")
+    seek = {"tenant_id": tenant}
+    skill_props = ("s {.id, .tenant_id, .namespace, .label, .identifier, .steps, .action_tool, .context, "
+                   ".status, .active, .source, created_at: toStringOrNull(s.created_at)}")
+    return {
+        "RETURN 1 (the floor)": ("RETURN 1", {}),
+        "20 rows of one integer": ("UNWIND range(1, 20) AS x RETURN x", {}),
+        "1 row: a list of 20 integers": ("UNWIND range(1, 20) AS x RETURN collect(x)", {}),
+        "warm: the catalog node only": (catalog_only, held),
+        "warm: turn_snapshot_warm (catalog + 3 triggers)": (warm, held),
+        "cold: seek the 20 skills, collect ids": ("MATCH (s:Skill {tenant_id: $tenant_id}) RETURN collect(s.id)",
+                                                   seek),
+        "cold: ... and their properties": (f"MATCH (s:Skill {{tenant_id: $tenant_id}}) RETURN collect({skill_props})",
+                                           seek),
+        "cold: turn_snapshot (visibility, projection, preconditions, triggers)": (cold, turn),
+    }
+
+
+async def p50_ms(run: Callable[[], Awaitable[object]], n: int) -> float:
+    samples = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        await run()
+        samples.append(time.perf_counter() - t0)
+    return statistics.median(samples) * 1000
+
+
+def cpu_us(work: Callable[[], object], n: int = 2000) -> float:
+    for _ in range(n // 10):
+        work()
+    t0 = time.perf_counter()
+    for _ in range(n):
+        work()
+    return (time.perf_counter() - t0) / n * 1e6
+
+
+async def main(args: argparse.Namespace) -> None:
+    uri, user, pw = (os.environ.get(k, d) for k, d in
+                     (("NEO4J_URI", "bolt://127.0.0.1:7687"), ("NEO4J_USER", "neo4j"), ("NEO4J_PASSWORD", "")))
+    async with GraphMemoryStore.connect(uri, user, pw, database=os.environ.get("NEO4J_DATABASE") or None) as store:
+        await store.apply_schema()
+        scope = MemoryScope(f"bench-profile-{uuid.uuid4().hex[:8]}")
+        try:
+            await ProceduralLayer(store).seed_skills(scope, skill_specs(random.Random(1), 20))
+            for k in range(3):
+                await ProspectiveLayer(store).set_trigger(scope, condition=f"mentions topic {k}",
+                                                          task=f"Remind about topic {k}.")
+            server = await measure_server(store, scope, args.n, args.rounds)
+            client, shipped = await measure_client(store, scope)
+            turns = await measure_turns(store, scope, args.n)
+        finally:
+            await store.driver.execute_query("MATCH (n) WHERE n.tenant_id = $t DETACH DELETE n",
+                                             t=scope.tenant_id, database_=store.database)
+    floor = server["RETURN 1 (the floor)"]
+    block = [
+        f"`python -m bench.turn_profile` on {time.strftime('%Y-%m-%d %H:%M')}: one tenant, 20 skills, 3 triggers; "
+        f"p50 of {args.n} runs per row and round, median of {args.rounds} rounds.", "",
+        *table(["server: query (auto-commit, records fetched)", "p50 ms", "minus the floor, ms"],
+               [(name, f"{ms:.3f}", f"{ms - floor:+.3f}") for name, ms in server.items()]), "",
+        *table([f"client: CPU of a cold turn ({shipped} skill rows shipped)", "us"],
+               [(name, f"{us:.0f}") for name, us in client.items()]), "",
+        *table(["end to end: TurnMemory.begin (coalescing off)", "p50 ms", "/ floor"],
+               [(name, f"{ms:.3f}", f"{ms / floor:.2f}x") for name, ms in turns.items()]),
+    ]
+    print("\n".join(block))
+    if not args.print:
+        path = Path(args.out)
+        text = path.read_text(encoding="utf-8")
+        head, _, rest = text.partition(BEGIN)
+        _, _, tail = rest.partition(END)
+        path.write_text(head + BEGIN + "\n" + "\n".join(block) + "\n" + END + tail, encoding="utf-8")
+
+
+async def measure_server(store: GraphMemoryStore, scope: MemoryScope, n: int, rounds: int) -> dict[str, float]:
+    variants = server_variants(scope.tenant_id)
+    version = await store.catalog_version(scope)
+    for _, params in variants.values():
+        for entry in params.get("scopes", []):
+            if entry["known_version"] is not None:
+                entry["known_version"] = version
+    results: dict[str, list[float]] = {name: [] for name in variants}
+    for _ in range(rounds):
+        for name, (text, params) in variants.items():
+            async def run(text: str = text, params: dict[str, Any] = params) -> None:
+                async with store.driver.session(database=store.database, default_access_mode=neo4j.READ_ACCESS,
+                                                notifications_min_severity="OFF") as session:
+                    result = await session.run(text, params)
+                    [record async for record in result]
+
+            results[name].append(await p50_ms(run, n))
+    return {name: statistics.median(values) for name, values in results.items()}
+
+
+async def measure_client(store: GraphMemoryStore, scope: MemoryScope) -> tuple[dict[str, float], int]:
+    [row] = await store.read("turn_snapshot", scopes=[{**scope.params(), "known_version": None, "write_id": None,
+                                                       "include_drafts": False, "include_retracted": False}],
+                             max_triggers=100)
+    rows = row["skills"]
+    skills, _ = read_skills(rows)
+    return {
+        "read_skills: the one read model (pydantic) over the rows": cpu_us(lambda: read_skills(rows)),
+        "RuleSet: compile the gate's and pre-flight's rules": cpu_us(lambda: RuleSet(skills)),
+        "digest of the rows (a stale re-read compares it, then skips both above)": cpu_us(lambda: _fingerprint(rows)),
+    }, len(rows)
+
+
+async def measure_turns(store: GraphMemoryStore, scope: MemoryScope, n: int) -> dict[str, float]:
+    held = TurnMemory(store, coalesce_window=None)
+    await held.begin(scope)
+
+    async def stale() -> None:
+        held.invalidate(scope)
+        await held.begin(scope)
+
+    await stale()  # the second shipped read keeps a digest
+    return {
+        "warm (catalog version held)": await p50_ms(lambda: held.begin(scope), n),
+        "cold, stale cache (rows identical to the last read)": await p50_ms(stale, n),
+        "cold, first read in the process": await p50_ms(
+            lambda: TurnMemory(store, coalesce_window=None).begin(scope), n),
+    }
+
+
+def parse() -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m bench.turn_profile", description=__doc__.split("\n")[0])
+    p.add_argument("--n", type=int, default=300, help="runs per row and round")
+    p.add_argument("--rounds", type=int, default=3, help="rounds over all rows (the median is reported)")
+    p.add_argument("--print", action="store_true", help="print only; do not rewrite docs/performance.md")
+    p.add_argument("--out", default="docs/performance.md")
+    return p.parse_args()
+
+
+if __name__ == "__main__":
+    anyio.run(main, parse())
