@@ -49,6 +49,7 @@ from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from functools import partial
+from types import SimpleNamespace
 from typing import Any, ClassVar
 
 import neo4j
@@ -64,6 +65,7 @@ from symfonic_graph import (
     ProceduralLayer,
     ProspectiveLayer,
     SemanticLayer,
+    TurnMemory,
 )
 from symfonic_graph.errors import AuthorityError
 from tests.reliability._stats import FIGURES
@@ -91,7 +93,7 @@ COUNTERS = (
     "isolation.operations", "isolation.reads", "isolation.leaks", "isolation.overfiltered",
     "isolation.namespace_writes", "isolation.cross_scope_closes", "isolation.authority_refusals",
     "isolation.foreign_edges", "isolation.precondition_censuses", "isolation.foreign_keys",
-    "isolation.foreign_key_writes",
+    "isolation.foreign_key_writes", "isolation.coalesced_turns",
 )
 
 _run_counter = itertools.count()
@@ -160,6 +162,10 @@ class IsolationMachine(RuleBasedStateMachine):
         self.skills = ProceduralLayer(self.store)
         self.triggers = ProspectiveLayer(self.store)
         self.facts = SemanticLayer(self.store)
+        # One long-lived TurnMemory, as a fleet process holds: coalescing on (the default), catalogs cached by
+        # version, warm reads, stale re-reads that reuse identical rows. Every library write bumps the version,
+        # so its snapshots must match the model exactly, like the layer reads.
+        self.memory = TurnMemory(self.store)
         prefix = f"{RUN_PREFIX}{next(_run_counter)}-"
         self.tenants = [prefix + s for s in TENANT_SUFFIXES]
         self.hot = [prefix + s for s in HOT_SUFFIXES]
@@ -834,6 +840,26 @@ class IsolationMachine(RuleBasedStateMachine):
             pending = self.run(self.triggers.get_pending(scope, write_id=write_id))
             self._check_read("get_pending", scope, write_id, "trigger", pending)
 
+    @rule(data=st.data())
+    def turns_of_neighbours_at_once(self, data: st.DataObject) -> None:
+        """Every hot tenant begins a turn concurrently: the coalesced reads must not cross tenants or namespaces."""
+        namespace = data.draw(st.sampled_from(NAMESPACES), label="namespace")
+        scopes = [MemoryScope(tenant, namespace) for tenant in self.hot]
+        if data.draw(st.booleans(), label="stale"):
+            self.memory.invalidate()  # as if max_age had passed: ship the skills again (identical rows reuse)
+
+        async def turns() -> list[Any]:
+            return list(await asyncio.gather(*(self.memory.begin(scope) for scope in scopes)))
+
+        for scope, snapshot in zip(scopes, self.run(turns()), strict=True):
+            FIGURES["isolation.coalesced_turns"] += 1
+            self._check_read("TurnMemory.begin", scope, None, "skill", list(snapshot.skills))
+            pending = [SimpleNamespace(id=t.trigger_id, tenant_id=scope.tenant_id, task=t.task,
+                                       namespace=self.nodes[t.trigger_id].namespace
+                                       if t.trigger_id in self.nodes else "not in the model")
+                       for t in snapshot.triggers]
+            self._check_read("TurnMemory.begin", scope, None, "trigger", pending)
+
     @invariant()
     def count_step(self) -> None:  # runs after every step: counts them for the summary
         FIGURES["isolation.steps"] += 1
@@ -873,7 +899,7 @@ def test_isolation_state_machine(neo4j_settings: Any, _schema: None) -> None:
     # Every new kind of attempt ran, so a quiet run cannot pass for a checked one.
     for name in ("isolation.namespace_writes", "isolation.cross_scope_closes", "isolation.authority_refusals",
                  "isolation.foreign_edges", "isolation.precondition_censuses", "isolation.foreign_keys",
-                 "isolation.foreign_key_writes"):
+                 "isolation.foreign_key_writes", "isolation.coalesced_turns"):
         assert done[name] > 0, f"{name} stayed at 0: the run never exercised it"
     assert FIGURES["isolation.leaks"] == 0
     assert FIGURES["isolation.overfiltered"] == 0
