@@ -202,11 +202,12 @@ class TurnMemory:
         return snapshot
 
     def invalidate(self, scope: MemoryScope | None = None) -> None:
-        """Forget cached catalogs (one scope's, or all): the next ``begin()`` ships the skills again.
+        """Mark cached catalogs stale (one scope's, or all): the next ``begin()`` ships the skills again.
 
         For a process that learns of a change the catalog version does not
         show (a plain-Cypher seeder that does not bump it) and will not wait
-        ``max_age``. The gate's snapshot of the current turn is kept.
+        ``max_age``. Rows identical to the cached ones still reuse their
+        compiled rules; the gate's snapshot of the current turn is kept.
 
         Example:
             >>> memory.invalidate(MemoryScope("acme"))
