@@ -10,9 +10,10 @@ Tenant A holds a few facts; tenant B is seeded with ``--n`` facts that all
 match A's query, through ``SemanticLayer.add_facts`` (one batched ``UNWIND``
 write of ``--batch`` facts per transaction). A's ``recall`` p50 is measured
 with B empty and with B full, and compared with the query recall used before
-issue 12 (the same search without the tenant clause, on the old index
-``symfonic_memory_text``, filtered by tenant afterwards in Cypher) when that
-index still exists. PROFILE counts how many rows the full-text procedure hands
+issue 12 (the same search without the tenant clause, filtered by tenant
+afterwards in Cypher; it ran on the first release's index, dropped by
+migration 0005, and runs on recall's index here: the same terms match the
+same nodes). PROFILE counts how many rows the full-text procedure hands
 to Cypher in each case. B is then deleted and A measured once more ("B
 deleted"): on a shared machine, load from other processes moves the
 figures more than B does, and this third phase shows by how much. Both
@@ -42,7 +43,7 @@ from symfonic_graph.recall import RECALL_INDEX, recall, recall_search
 QUESTION = "which invoice is overdue"
 # The recall query before issue 12: search every tenant, filter by tenant afterwards (for comparison only).
 POST_FILTER = """
-CALL db.index.fulltext.queryNodes('symfonic_memory_text', $search) YIELD node, score
+CALL db.index.fulltext.queryNodes($index, $search) YIELD node, score
 WITH node, score WHERE node.tenant_id = $tenant_id AND (node.namespace IS NULL OR node.namespace = $namespace)
 RETURN node.id AS id, score ORDER BY score DESC, id LIMIT 10
 """
@@ -100,13 +101,6 @@ async def profiled_rows(store: GraphMemoryStore, text: str, params: dict[str, An
     return procedure_rows(summary.profile or {"operatorType": "", "args": {}})
 
 
-async def has_old_index(store: GraphMemoryStore) -> bool:
-    records, _, _ = await store.driver.execute_query(
-        "SHOW FULLTEXT INDEXES YIELD name, state WHERE name = 'symfonic_memory_text' RETURN state",
-        database_=store.database)
-    return bool(records) and records[0]["state"] == "ONLINE"
-
-
 @dataclass
 class Phase:
     """The figures of one phase (B empty or B full)."""
@@ -130,7 +124,7 @@ async def measure(store: GraphMemoryStore, a: MemoryScope, args: argparse.Namesp
     params = {**a.params(), "write_id": None, "search": search, "labels": ["Fact", "Skill", "Trigger"], "limit": 10}
     phase.recall_rows = await profiled_rows(store, query("memory_recall").text, params)
     if old:
-        old_params = {**a.params(), "search": search.split(" +", 1)[1]}
+        old_params = {**a.params(), "index": RECALL_INDEX, "search": search.split(" +", 1)[1]}
 
         async def post_filter() -> None:
             await store.driver.execute_query(POST_FILTER, old_params, database_=store.database,
@@ -187,7 +181,7 @@ async def main(args: argparse.Namespace) -> None:
         await store.apply_schema()
         await store.driver.execute_query("CALL db.awaitIndex($name, 600)", {"name": RECALL_INDEX},
                                          database_=store.database)
-        old = await has_old_index(store) and not args.no_post_filter
+        old = not args.no_post_filter
         server = await store.server_info()
         print(f"run {run}; Neo4j {server['version']} {server['edition']}; {os.cpu_count()} CPUs; "
               f"B = {args.n:,} facts in batches of {args.batch:,}", flush=True)
