@@ -202,20 +202,26 @@ class TurnMemory:
         return snapshot
 
     def invalidate(self, scope: MemoryScope | None = None) -> None:
-        """Mark cached catalogs stale (one scope's, or all): the next ``begin()`` ships the skills again.
+        """Mark cached catalogs stale: the next ``begin()`` of each ships the skills again.
 
-        For a process that learns of a change the catalog version does not
-        show (a plain-Cypher seeder that does not bump it) and will not wait
-        ``max_age``. Rows identical to the cached ones still reuse their
-        compiled rules; the gate's snapshot of the current turn is kept.
+        ``invalidate()`` marks every scope; ``invalidate(MemoryScope("acme"))``
+        every cached scope of tenant ``acme``, its namespaces included (they
+        see the tenant-wide skills); ``invalidate(MemoryScope("acme", "u1"))``
+        that scope only. For a process that learns of a change the catalog
+        version does not show (a plain-Cypher edit that does not bump it) and
+        will not wait ``max_age``. Rows identical to the cached ones still
+        reuse their compiled rules; the gate's snapshot of the current turn
+        is kept.
 
         Example:
             >>> memory.invalidate(MemoryScope("acme"))
         """
-        scopes = list(self._catalogs) if scope is None else [scope_of(scope, where="invalidate(scope)")]
-        for each in scopes:
-            cached = self._catalogs.get(each)
-            if cached is not None:  # stale now; rows identical to its own still reuse its compiled rules
+        if scope is not None:
+            scope = scope_of(scope, where="invalidate(scope)")
+        for each, cached in list(self._catalogs.items()):
+            if scope is None or each == scope or (
+                scope.namespace is None and each.tenant_id == scope.tenant_id
+            ):  # stale now; rows identical to its own still reuse its compiled rules
                 self._catalogs[each] = _Catalog(cached.version, -math.inf, cached.skills, cached.fingerprint)
 
     async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:

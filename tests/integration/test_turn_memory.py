@@ -109,6 +109,19 @@ async def test_invalidate_makes_the_next_turn_see_an_unbumped_edit_of_that_scope
     assert [s.label for s in (await memory.begin(other)).skills] == ["Deliver"]  # still cached
     memory.invalidate()
     assert [s.label for s in (await memory.begin(other)).skills] == ["edited"]
+
+    # A tenant-wide scope marks the tenant's namespaced scopes too (they see its skills); a namespace only itself.
+    user, user2 = MemoryScope(scope.tenant_id, "user-1"), MemoryScope(scope.tenant_id, "user-2")
+    for s in (user, user2, other):
+        await memory.begin(s)
+    await store.driver.execute_query("MATCH (s:Skill) WHERE s.tenant_id IN [$t, $o] SET s.label = 'again'",
+                                     t=scope.tenant_id, o=other.tenant_id)
+    memory.invalidate(user2)
+    assert [s.label for s in (await memory.begin(user)).skills] == ["edited"]
+    assert [s.label for s in (await memory.begin(user2)).skills] == ["again"]
+    memory.invalidate(scope)
+    assert [s.label for s in (await memory.begin(user)).skills] == ["again"]
+    assert [s.label for s in (await memory.begin(other)).skills] == ["edited"]  # another tenant: still cached
     await store.driver.execute_query("MATCH (n) WHERE n.tenant_id = $t DETACH DELETE n", t=other.tenant_id)
 
 

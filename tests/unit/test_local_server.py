@@ -200,7 +200,8 @@ def test_status_and_stop_work_from_a_subfolder(started: LocalNeo4j, checkout: Pa
 def test_the_port_is_checked_before_java_and_the_maven_fetch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))  # no mvn
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojava"))
-    monkeypatch.delenv("SYMFONIC_NEO4J_PORT", raising=False)
+    for variable in ("SYMFONIC_NEO4J_PORT", "SYMFONIC_TEST_NEO4J_PORT"):  # as a user who exported them has
+        monkeypatch.delenv(variable, raising=False)
     server = LocalNeo4j(home=tmp_path / "home", cache=tmp_path / "cache")
     monkeypatch.setattr(server, "_fetch", lambda lib: pytest.fail("fetched before checking the port"))
     with socket.socket() as sock:
@@ -214,6 +215,7 @@ def test_the_port_is_checked_before_java_and_the_maven_fetch(tmp_path: Path, mon
         with pytest.raises(LocalServerError, match=f"port {port} on 127.0.0.1 is taken by another process; "
                                                    r"set SYMFONIC_NEO4J_PORT=\d+ and rerun$") as taken:
             server.start()
+        monkeypatch.setenv("SYMFONIC_TEST_NEO4J_PORT", str(port))
         with pytest.raises(LocalServerError, match=r"set SYMFONIC_TEST_NEO4J_PORT=\d+ and rerun$"):
             server.start(port_variable="SYMFONIC_TEST_NEO4J_PORT")
     suggested = int(str(taken.value).rsplit("=", 1)[1].split()[0])
