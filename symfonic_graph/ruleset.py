@@ -26,6 +26,7 @@ from typing import Any
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.preconditions import (
     DroppedSkill,
+    _metadata,
     action_tool_of,
     predicate_failure,
     required_tools,
@@ -71,8 +72,7 @@ class _Read:
 
     def __init__(self, skill: Any) -> None:
         self.id = skill.get("id") if isinstance(skill, Mapping) else getattr(skill, "id", None)
-        meta = skill.get("metadata") if isinstance(skill, Mapping) else getattr(skill, "metadata", None)
-        self.metadata = meta if isinstance(meta, Mapping) else {}
+        self.metadata = _metadata(skill)
 
 
 def _rule(skill: Any) -> Rule:
