@@ -22,13 +22,14 @@ import random
 import statistics
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import anyio
 import neo4j
 
+from bench.recall_bench import p50_ms, timed
 from bench.turn_bench import skill_specs, table
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, TurnMemory
 from symfonic_graph._cypher import query
@@ -65,15 +66,6 @@ def server_variants(tenant: str) -> dict[str, tuple[str, dict[str, Any]]]:
                                            seek),
         "cold: turn_snapshot (visibility, projection, preconditions, triggers)": (cold, turn),
     }
-
-
-async def p50_ms(run: Callable[[], Awaitable[object]], n: int) -> float:
-    samples = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        await run()
-        samples.append(time.perf_counter() - t0)
-    return statistics.median(samples) * 1000
 
 
 def cpu_us(work: Callable[[], object], n: int = 2000) -> float:
@@ -138,7 +130,7 @@ async def measure_server(store: GraphMemoryStore, scope: MemoryScope, n: int, ro
                     result = await session.run(text, params)
                     [record async for record in result]
 
-            results[name].append(await p50_ms(run, n))
+            results[name].append(p50_ms(await timed(n, run)))
     return {name: statistics.median(values) for name, values in results.items()}
 
 
@@ -165,10 +157,10 @@ async def measure_turns(store: GraphMemoryStore, scope: MemoryScope, n: int) -> 
 
     await stale()  # the second shipped read keeps a digest
     return {
-        "warm (catalog version held)": await p50_ms(lambda: held.begin(scope), n),
-        "cold, stale cache (rows identical to the last read)": await p50_ms(stale, n),
-        "cold, first read in the process": await p50_ms(
-            lambda: TurnMemory(store, coalesce_window=None).begin(scope), n),
+        "warm (catalog version held)": p50_ms(await timed(n, lambda: held.begin(scope))),
+        "cold, stale cache (rows identical to the last read)": p50_ms(await timed(n, stale)),
+        "cold, first read in the process": p50_ms(
+            await timed(n, lambda: TurnMemory(store, coalesce_window=None).begin(scope))),
     }
 
 
