@@ -17,6 +17,7 @@ from symfonic_graph import (
     create_precondition_gate_node,
 )
 from symfonic_graph.errors import QueryError, StoreUnavailableError, ValidationError
+from tests._counting import CountingStore
 from tests._fakes import ai_calls
 
 pytestmark = pytest.mark.anyio
@@ -61,16 +62,6 @@ async def test_concurrent_turns_share_queries_and_each_gets_its_own_scope(
     assert memory._coalescer is not None and memory._coalescer.queries < len(turns) / 4
 
 
-class Counting(GraphMemoryStore):
-    """The real store, counting the queries it sends."""
-
-    reads = 0
-
-    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        self.reads += 1
-        return await super().read(name, **params)
-
-
 async def test_coalescing_is_on_by_default_and_none_turns_it_off(store: GraphMemoryStore, tenant: str) -> None:
     scopes = await _seed(store, tenant)
 
@@ -85,14 +76,14 @@ async def test_coalescing_is_on_by_default_and_none_turns_it_off(store: GraphMem
                 tg.start_soon(turn, scope)
         return views
 
-    default, off = Counting(store.driver, database=store.database), Counting(store.driver, database=store.database)
+    default, off = CountingStore(store), CountingStore(store)
     by_default = await concurrent_turns(TurnMemory(default))
     one_each = await concurrent_turns(TurnMemory(off, coalesce_window=None))
     assert by_default == one_each and len(by_default) == TENANTS  # the same snapshots either way
-    assert off.reads == TENANTS
-    assert default.reads == 1  # begun in the same event-loop iteration: one round trip for all
+    assert len(off.reads) == TENANTS
+    assert len(default.reads) == 1  # begun in the same event-loop iteration: one round trip for all
     await TurnMemory(default).begin(scopes[0])  # a lone turn: one query, no wait
-    assert default.reads == 2
+    assert len(default.reads) == 2
 
 
 async def test_the_gate_enforces_per_tenant_with_coalescing_on(store: GraphMemoryStore, tenant: str) -> None:

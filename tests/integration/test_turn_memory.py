@@ -16,6 +16,7 @@ from symfonic_graph import (
     TurnMemory,
     create_precondition_gate_node,
 )
+from tests._counting import CountingStore
 
 pytestmark = pytest.mark.anyio
 
@@ -28,18 +29,6 @@ async def _seed(store: GraphMemoryStore, scope: MemoryScope, label: str = "Deliv
         precondition=[pre, PREDICATE], identifier=label.lower(),
     )
     return skill.id
-
-
-class _CountingStore(GraphMemoryStore):
-    """The real store, counting the queries it sends."""
-
-    def __init__(self, store: GraphMemoryStore) -> None:
-        super().__init__(store.driver, database=store.database)
-        self.reads: list[str] = []
-
-    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        self.reads.append(name)
-        return await super().read(name, **params)
 
 
 async def test_preflight_block_is_byte_stable_for_100_turns_and_changes_after_a_seed(
@@ -65,7 +54,7 @@ async def test_one_read_per_turn_and_skills_only_when_the_catalog_moves(
     store: GraphMemoryStore, scope: MemoryScope
 ) -> None:
     await _seed(store, scope)
-    counting = _CountingStore(store)
+    counting = CountingStore(store)
     memory = TurnMemory(counting)
     first = await memory.begin(scope)
     second = await memory.begin(scope)
@@ -127,7 +116,7 @@ async def test_invalidate_makes_the_next_turn_see_an_unbumped_edit_of_that_scope
 
 async def test_gate_enforces_the_snapshot_the_model_was_shown(store: GraphMemoryStore, scope: MemoryScope) -> None:
     await _seed(store, scope)
-    counting = _CountingStore(store)
+    counting = CountingStore(store)
     memory = TurnMemory(counting)
     await memory.begin(scope)
     gate = create_precondition_gate_node(memory.get_active_skills)
