@@ -8,21 +8,27 @@ read messages through this module, so they agree on what a tool call is.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 from typing import Any, Final
 
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 
 __all__ = [
+    "GATE_CONTENT_MARKER",
     "GATE_MARKER_KEY",
     "GATE_MARKER_VALUE",
     "MISSING_PREFIX",
+    "CallResult",
+    "History",
     "ToolCallRef",
     "UNAVAILABLE_PREFIX",
     "called_tools",
     "field",
     "messages_of",
+    "parse_turn",
     "terminal_ai_message",
     "terminal_tool_calls",
 ]
@@ -32,8 +38,8 @@ GATE_MARKER_KEY: Final = "symfonic_graph_gate"
 GATE_MARKER_VALUE: Final = "precondition"
 MISSING_PREFIX: Final = "Missing precondition: "
 UNAVAILABLE_PREFIX: Final = "Precondition check unavailable: "
-
-
+GATE_CONTENT_MARKER: Final = "[symfonic-graph gate]"
+"""Ends the content of every result the gate writes: it survives round trips that drop metadata and status."""
 
 
 def _unwrap(message: object) -> object:
@@ -56,6 +62,8 @@ def _kind(message: object) -> str | None:
         return "ai"
     if kind == "tool":
         return "tool"
+    if kind in ("human", "user", "HumanMessageChunk"):
+        return "user"
     return None
 
 
@@ -70,6 +78,20 @@ class ToolCallRef:
 
     id: str | None
     name: str
+    args: Mapping[str, Any] | None = dataclass_field(default=None, repr=False, compare=False)
+    """The call's arguments (LangChain ``args``, or OpenAI ``function.arguments`` decoded); None if unreadable."""
+
+
+def _arguments(call: Mapping[str, Any], function: object) -> Mapping[str, Any] | None:
+    args = call.get("args")
+    if args is None and isinstance(function, Mapping):
+        args = function.get("arguments")  # OpenAI wire format: a JSON object as text
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError:
+            return None
+    return args if isinstance(args, Mapping) else None
 
 
 def _call_ref(call: object) -> ToolCallRef | None:
@@ -82,7 +104,7 @@ def _call_ref(call: object) -> ToolCallRef | None:
     call_id = call.get("id")
     if not isinstance(name, str):
         return None
-    return ToolCallRef(call_id if isinstance(call_id, str) else None, name)
+    return ToolCallRef(call_id if isinstance(call_id, str) else None, name, _arguments(call, function))
 
 
 def _tool_calls(message: object) -> list[ToolCallRef]:
@@ -113,15 +135,95 @@ def _is_injected(message: object) -> bool:
         if isinstance(meta, Mapping) and meta.get(GATE_MARKER_KEY) == GATE_MARKER_VALUE:
             return True
     content = field(message, "content")
-    return (
-        field(message, "status") == "error"
-        and isinstance(content, str)
-        and content.startswith((MISSING_PREFIX, UNAVAILABLE_PREFIX))
-    )
+    if not isinstance(content, str) or not content.startswith((MISSING_PREFIX, UNAVAILABLE_PREFIX)):
+        return False
+    return content.rstrip().endswith(GATE_CONTENT_MARKER) or bool(field(message, "status") == "error")
+
+
+def _failed(message: object) -> bool:
+    return field(message, "status") == "error"
+
+
+@dataclass(frozen=True, slots=True)
+class CallResult:
+    """A tool call that has its result in the conversation: a call that was made.
+
+    Attributes:
+        name: the tool.
+        args: the arguments the AI message gave it (None when unknown).
+        failed: the result was marked failed (``status="error"``).
+        user_turn: how many user messages came before the call's result.
+    """
+
+    name: str
+    args: Mapping[str, Any] | None
+    failed: bool
+    user_turn: int
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """The calls made before the terminal message, read once per turn.
+
+    Example:
+        >>> History.of_names(["auth"]).called(count_failed=False)
+        frozenset({'auth'})
+    """
+
+    results: tuple[CallResult, ...] = ()
+    user_turn: int = 0
+    """How many user messages came before the terminal message."""
+
+    @classmethod
+    def of_names(cls, names: Iterable[str]) -> History:
+        """A history where each of ``names`` was called once, successfully, in this user turn."""
+        return cls(tuple(CallResult(name, None, False, 0) for name in names), 0)
+
+    def called(self, *, count_failed: bool) -> frozenset[str]:
+        """The tools with a result (failed ones only with ``count_failed``)."""
+        return frozenset(r.name for r in self.results if count_failed or not r.failed)
+
+
+def parse_turn(messages: Sequence[Any]) -> tuple[History, list[ToolCallRef]]:
+    """Read a conversation once: the calls made before its terminal message, and that message's calls.
+
+    A call is made once its result appears (results the gate injected never
+    count); the terminal message's own calls are not made yet.
+
+    Example:
+        >>> history, calls = parse_turn([
+        ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "auth", "args": {}}]},
+        ...     {"role": "tool", "content": "denied", "tool_call_id": "c1", "status": "error"},
+        ...     {"role": "user", "content": "try again"},
+        ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "name": "deploy", "args": {}}]}])
+        >>> history.results[0].failed, history.user_turn, calls[0].name
+        (True, 1, 'deploy')
+    """
+    if not messages:
+        return History(), []
+    calls_by_id: dict[str, ToolCallRef] = {}
+    results: list[CallResult] = []
+    user_turn = 0
+    for message in messages[:-1]:
+        kind = _kind(message)
+        if kind == "ai":
+            for ref in _tool_calls(message):
+                if ref.id is not None:
+                    calls_by_id[ref.id] = ref
+        elif kind == "user":
+            user_turn += 1
+        elif kind == "tool" and not _is_injected(message):
+            call = calls_by_id.get(field(message, "tool_call_id"))
+            name = field(message, "name")
+            if not (isinstance(name, str) and name):
+                name = call.name if call is not None else None
+            if name:
+                results.append(CallResult(name, call.args if call is not None else None, _failed(message), user_turn))
+    return History(tuple(results), user_turn), _tool_calls(messages[-1])
 
 
 def called_tools(messages: Iterable[Any]) -> frozenset[str]:
-    """Names of the tools whose results appear in ``messages`` (gate results excluded).
+    """Names of the tools whose results appear in ``messages`` (gate results excluded, failed ones included).
 
     Example:
         >>> called_tools([
@@ -130,18 +232,8 @@ def called_tools(messages: Iterable[Any]) -> frozenset[str]:
         ... ])
         frozenset({'auth'})
     """
-    messages = list(messages)
-    names_by_id = {ref.id: ref.name for message in messages for ref in _tool_calls(message) if ref.id is not None}
-    called: set[str] = set()
-    for message in messages:
-        if _kind(message) != "tool" or _is_injected(message):
-            continue
-        name = field(message, "name")
-        if not (isinstance(name, str) and name):
-            name = names_by_id.get(field(message, "tool_call_id"))
-        if name:
-            called.add(name)
-    return frozenset(called)
+    history, _ = parse_turn([*messages, None])
+    return history.called(count_failed=True)
 
 
 def messages_of(state: object, key: str = "messages") -> Sequence[Any]:

@@ -44,18 +44,21 @@ from langchain_core.messages import ToolMessage
 
 from symfonic_graph import telemetry
 from symfonic_graph._messages import (
+    GATE_CONTENT_MARKER,
     GATE_MARKER_KEY,
     GATE_MARKER_VALUE,
     MISSING_PREFIX,
     UNAVAILABLE_PREFIX,
+    History,
     ToolCallRef,
     called_tools,
     messages_of,
+    parse_turn,
     terminal_tool_calls,
 )
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.preconditions import DroppedSkill, log_dropped
-from symfonic_graph.ruleset import RuleSet, rules_of
+from symfonic_graph.ruleset import RuleSet, SkillCheck, rules_of
 
 __all__ = [
     "ENFORCE_FLAG",
@@ -88,40 +91,39 @@ SkillLookup = Callable[[Any], Awaitable[Iterable[Any] | None]]
 # --- decisions ------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class SkillCheck:
-    """One skill whose action tool matched a call, and what it still needs.
-
-    Example:
-        >>> SkillCheck("Deploy", "sk-1", ("run_tests",), ("run_tests",)).satisfied
-        False
-    """
-
-    label: str | None
-    skill_id: str | None
-    required: tuple[str, ...]
-    missing: tuple[str, ...]
-
-    @property
-    def satisfied(self) -> bool:
-        """True iff every required tool was called."""
-        return not self.missing
-
-
-def missing_precondition_content(action_tool: str, missing: Sequence[str], label: str | None) -> str:
+def missing_precondition_content(
+    action_tool: str,
+    missing: Sequence[str],
+    label: str | None,
+    *,
+    failed: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
+) -> str:
     """The recovery text of a blocked call; its first sentence is fixed by the spec.
+
+    It ends with :data:`GATE_CONTENT_MARKER`, so the gate recognises its own
+    errors in a history that lost their status and metadata.
 
     Example:
         >>> missing_precondition_content("x", ["a", "b"], "L").split(" `")[0]
         'Missing precondition: call a, b before x (skill: L).'
+        >>> "failed" in missing_precondition_content("x", ["a"], None, failed=["a"])
+        True
     """
     tools = ", ".join(missing)
     skill = f" (skill: {label})" if label else ""
+    notes = "".join(
+        f"The earlier call of `{tool}` failed, and a failed call does not count. " for tool in dict.fromkeys(failed)
+    )
+    notes += "".join(
+        f"A precondition of this rule could not be read ({reason}); an operator must fix it "
+        f"(symfonic-graph doctor). " for reason in unreadable
+    )
     return (
-        f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. "
+        f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. {notes}"
         f"`{action_tool}` was not executed. Call {tools} first and wait for the "
         f"result (calls made in the same batch as `{action_tool}` do not count), "
-        f"then retry `{action_tool}`."
+        f"then retry `{action_tool}`. {GATE_CONTENT_MARKER}"
     )
 
 
@@ -134,7 +136,7 @@ def unavailable_content(action_tool: str) -> str:
     """
     return (
         f"{UNAVAILABLE_PREFIX}the precondition store could not be read, so "
-        f"`{action_tool}` was not executed. Retry `{action_tool}` later."
+        f"`{action_tool}` was not executed. Retry `{action_tool}` later. {GATE_CONTENT_MARKER}"
     )
 
 
@@ -148,8 +150,9 @@ class GateDecision:
         verdict: ``"allowed"``, ``"blocked"`` or ``"store_unavailable"`` (strict mode).
         matched: skills (after the state filter) whose action tool is ``tool_name``.
         dropped: skills with that action tool dropped by a state predicate.
-        blocking: the first matched skill with missing preconditions, if any.
+        blocking: the first matched enforced skill with missing preconditions, if any.
         called: the tools counted as called before this call.
+        shadowed: shadow skills that would have blocked this call (reported, never enforced).
 
     Example:
         >>> decision = explain_tool_call([], "deploy")
@@ -164,6 +167,7 @@ class GateDecision:
     dropped: tuple[DroppedSkill, ...] = ()
     blocking: SkillCheck | None = None
     called: frozenset[str] = frozenset()
+    shadowed: tuple[SkillCheck, ...] = ()
 
     @property
     def allowed(self) -> bool:
@@ -180,7 +184,9 @@ class GateDecision:
         if self.verdict == "store_unavailable":
             return unavailable_content(self.tool_name)
         if self.blocking is not None:
-            return missing_precondition_content(self.tool_name, self.missing, self.blocking.label)
+            b = self.blocking
+            return missing_precondition_content(self.tool_name, b.missing, b.label, failed=b.failed,
+                                                unreadable=b.unreadable)
         return None
 
     def to_tool_message(self) -> ToolMessage | None:
@@ -198,20 +204,28 @@ class GateDecision:
 
 
 def _decide(
-    rules: RuleSet, tool_name: str, called: frozenset[str], call_id: str | None, state: object, *, filtered: bool
+    rules: RuleSet,
+    call: ToolCallRef,
+    history: History,
+    state: object,
+    *,
+    filtered: bool,
+    count_failed: bool,
+    enforce_shadow: bool = False,
 ) -> GateDecision:
     matched: list[SkillCheck] = []
     dropped: list[DroppedSkill] = []
-    for rule in rules.for_tool(tool_name):
+    for rule in rules.for_tool(call.name):
         failure = rule.failure(state) if filtered else None
         if failure is not None:
             dropped.append(failure)
             continue
-        missing = tuple(tool for tool in rule.required if tool not in called)
-        matched.append(SkillCheck(rule.label, rule.skill_id, rule.required, missing))
-    blocking = next((check for check in matched if not check.satisfied), None)
+        matched.append(rule.check(call.args, history, count_failed=count_failed))
+    blocking = next((c for c in matched if not c.satisfied and (enforce_shadow or not c.shadow)), None)
+    shadowed = tuple(c for c in matched if c.shadow and not c.satisfied and c is not blocking)
     verdict: Verdict = "allowed" if blocking is None else "blocked"
-    return GateDecision(tool_name, call_id, verdict, tuple(matched), tuple(dropped), blocking, called)
+    return GateDecision(call.name, call.id, verdict, tuple(matched), tuple(dropped), blocking,
+                        history.called(count_failed=count_failed), shadowed)
 
 
 def explain_tool_call(
@@ -221,6 +235,9 @@ def explain_tool_call(
     state: object = None,
     called: Iterable[str] = (),
     call_id: str | None = None,
+    args: Mapping[str, Any] | None = None,
+    messages: Sequence[Any] | None = None,
+    count_failed_calls: bool = False,
 ) -> GateDecision:
     """Explain what the gate decides for one call of ``tool_name``.
 
@@ -228,8 +245,11 @@ def explain_tool_call(
         skills: the active skills.
         tool_name: the tool the model wants to call.
         state: the graph state; when given, skills are state-filtered first.
-        called: tools already called earlier in the conversation.
+        called: tools already called (successfully, in this user turn) earlier in the conversation.
         call_id: the tool call id, used by :meth:`GateDecision.to_tool_message`.
+        args: the call's arguments (for ``same_args`` preconditions).
+        messages: the conversation so far (instead of ``called``), read as the gate reads it.
+        count_failed_calls: count failed results as calls (the seeds' behaviour).
 
     Example:
         >>> from types import SimpleNamespace
@@ -237,38 +257,59 @@ def explain_tool_call(
         >>> explain_tool_call([skill], "deploy", called=["auth"]).verdict
         'allowed'
     """
-    return _decide(rules_of(skills), tool_name, frozenset(called), call_id, state, filtered=state is not None)
+    history = parse_turn([*messages, None])[0] if messages is not None else History.of_names(called)
+    call = ToolCallRef(call_id, tool_name, args)
+    return _decide(rules_of(skills), call, history, state, filtered=state is not None,
+                   count_failed=count_failed_calls)
 
 
-def gate_decisions(messages: Sequence[Any], skills: Iterable[Any] | None, state: object) -> tuple[GateDecision, ...]:
+def gate_decisions(
+    messages: Sequence[Any],
+    skills: Iterable[Any] | None,
+    state: object,
+    *,
+    count_failed_calls: bool = False,
+    enforce_shadow: bool = False,
+) -> tuple[GateDecision, ...]:
     """The gate's decision for each call of the terminal AI message, in call order.
 
     Only the skills guarding a called tool are state-filtered (each dropped one
     is logged once at DEBUG). Skills given as a ``RuleSet`` (as ``TurnMemory``
-    hands them) are not compiled again.
+    hands them) are not compiled again. ``enforce_shadow`` lets shadow rules
+    block (replay uses it to count what they would have blocked).
 
     Example:
         >>> gate_decisions([], [], {})
         ()
     """
-    calls = terminal_tool_calls(messages)
+    history, calls = parse_turn(messages)
     if not calls:
         return ()
     rules = rules_of(skills)
-    called = called_tools(messages[:-1])
-    decisions = tuple(_decide(rules, call.name, called, call.id, state, filtered=True) for call in calls)
+    decisions = tuple(
+        _decide(rules, call, history, state, filtered=True, count_failed=count_failed_calls,
+                enforce_shadow=enforce_shadow)
+        for call in calls
+    )
     log_dropped({id(d.skill): d for decision in decisions for d in decision.dropped}.values())
+    for decision in decisions:
+        for check in decision.shadowed:
+            log.info("shadow rule %r (id=%s) would have blocked %s: missing %s",
+                     check.label, check.skill_id, decision.tool_name, ", ".join(check.missing))
     return decisions
 
 
-def gate_errors(messages: Sequence[Any], skills: Iterable[Any] | None, state: object) -> list[ToolMessage]:
+def gate_errors(
+    messages: Sequence[Any], skills: Iterable[Any] | None, state: object, *, count_failed_calls: bool = False
+) -> list[ToolMessage]:
     """The error ``ToolMessage`` for each blocked call of the terminal AI message.
 
     Example:
         >>> gate_errors([{"role": "user", "content": "hi"}], [], {})
         []
     """
-    return [m for d in gate_decisions(messages, skills, state) if (m := d.to_tool_message()) is not None]
+    decisions = gate_decisions(messages, skills, state, count_failed_calls=count_failed_calls)
+    return [m for d in decisions if (m := d.to_tool_message()) is not None]
 
 
 # --- the node ---------------------------------------------------------------------
@@ -286,7 +327,9 @@ def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
 
 
 @telemetry.traced_gate
-async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool = False) -> tuple[GateDecision, ...]:
+async def run_gate(
+    state: Any, get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False
+) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 
     A configuration error is loud: a missing or malformed scope raises
@@ -313,7 +356,7 @@ async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool =
         return ()
     try:
         skills = await _lookup(get_active_skills, state)
-        return gate_decisions(messages, skills, state)
+        return gate_decisions(messages, skills, state, count_failed_calls=count_failed_calls)
     except ScopeError:
         raise  # a programming error, never an outage: fail loud
     except Exception as exc:
@@ -325,13 +368,15 @@ async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool =
 
 
 def create_precondition_gate_node(
-    get_active_skills: SkillLookup, *, strict: bool = False
+    get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False
 ) -> Callable[[Any], Awaitable[dict[str, Any]]]:
     """Build the async LangGraph gate node ``(state) -> dict``.
 
     Args:
         get_active_skills: ``async (state) -> skills`` for this turn.
         strict: block every call when the lookup fails, instead of passing through.
+        count_failed_calls: count a failed earlier result as a call (the seeds' behaviour);
+            by default a failed call meets no precondition.
 
     Returns:
         A node returning ``{"messages": [error ToolMessage, ...]}`` when a call is
@@ -344,7 +389,7 @@ def create_precondition_gate_node(
     """
 
     async def precondition_gate(state: Any) -> dict[str, Any]:
-        decisions = await run_gate(state, get_active_skills, strict=strict)
+        decisions = await run_gate(state, get_active_skills, strict=strict, count_failed_calls=count_failed_calls)
         errors = [m for d in decisions if (m := d.to_tool_message()) is not None]
         return {"messages": errors} if errors else {}
 

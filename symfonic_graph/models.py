@@ -11,19 +11,27 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic import ValidationError as PydanticValidationError
+
+from symfonic_graph.records import (
+    STATE_OPS,
+    Precondition,
+    node_problem,
+    precondition_from_node,
+    precondition_item,
+)
 
 log = logging.getLogger("symfonic_graph.models")
 
-STATE_OPS = frozenset({"eq", "neq", "in", "exists"})
+__all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "read_skill", "read_skills"]
+
 SKILL_STATUSES = frozenset({"approved", "draft", "rejected"})
+ENFORCEMENTS = frozenset({"enforce", "shadow"})
 _logged: set[tuple[str, str]] = set()
 _MAX_LOGGED = 10_000
-
-PreconditionItem = str | dict[str, Any]
 
 
 def _log_once(node_id: str, problem: str) -> None:
@@ -32,7 +40,7 @@ def _log_once(node_id: str, problem: str) -> None:
         return
     if len(_logged) < _MAX_LOGGED:
         _logged.add(key)
-    log.warning("skipping malformed graph data on node %s: %s (run `symfonic-graph doctor`)", node_id, problem)
+    log.warning("malformed graph data on node %s: %s (run `symfonic-graph doctor`)", node_id, problem)
 
 
 def _as_datetime(value: object) -> datetime | None:
@@ -53,6 +61,10 @@ def _as_datetime(value: object) -> datetime | None:
 class Skill(BaseModel):
     """A procedural-memory skill as read from the graph.
 
+    ``preconditions`` holds the typed entries (the gate and pre-flight read
+    them); ``metadata`` is the derived mapping of SPEC §3 for duck-typed callers.
+    ``enforcement`` is ``"shadow"`` for a rule that is reported, never enforced.
+
     Example:
         >>> skill = read_skill({"skill": {"id": "s1", "tenant_id": "acme", "status": "approved",
         ...     "action_tool": "deliver"}, "preconditions": [
@@ -60,6 +72,8 @@ class Skill(BaseModel):
         ...     {"kind": "state", "path": "channel", "op": "eq", "value": "slack", "position": 1}]}).skill
         >>> skill.metadata["precondition"]
         ['get_integration_status', {'state': {'path': 'channel', 'op': 'eq', 'value': 'slack'}}]
+        >>> skill.preconditions[0].kind, skill.shadow
+        ('tool', False)
     """
 
     model_config = ConfigDict(frozen=True)
@@ -76,9 +90,20 @@ class Skill(BaseModel):
     active: bool
     source: str | None
     created_at: datetime | None
-    precondition: tuple[PreconditionItem, ...] | None
+    preconditions: tuple[Precondition, ...] = ()
+    enforcement: str | None = None
     retracted: bool = False
     staged: bool = False
+
+    @property
+    def precondition(self) -> tuple[Any, ...] | None:
+        """``metadata["precondition"]`` as a tuple (None without entries): a derived view of ``preconditions``."""
+        return tuple(precondition_item(p) for p in self.preconditions) or None
+
+    @property
+    def shadow(self) -> bool:
+        """True for a shadow rule: evaluated and reported, never blocking."""
+        return self.enforcement == "shadow"
 
     @property
     def metadata(self) -> dict[str, Any]:
@@ -91,7 +116,8 @@ class Skill(BaseModel):
             "status": self.status,
             "source": self.source,
             "identifier": self.identifier,
-            "precondition": None if self.precondition is None else list(self.precondition),
+            "precondition": [precondition_item(p) for p in self.preconditions] or None,
+            "enforcement": self.enforcement,
         }
 
 
@@ -140,33 +166,6 @@ class _Record(BaseModel):
         return data
 
 
-class _ToolRecord(_Record):
-    kind: Literal["tool"]
-    position: int
-    tool: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1)]
-
-
-class _TextRecord(_Record):
-    kind: Literal["text"]
-    position: int
-    text: str
-
-
-class _StateRecord(_Record):
-    """Kept whatever its path, op and value: a malformed predicate fails closed."""
-
-    kind: Literal["state"]
-    position: int
-    path: Any = None
-    op: Any = None
-    value: Any = None
-
-
-_PRECONDITION = TypeAdapter(
-    Annotated[_ToolRecord | _TextRecord | _StateRecord, Field(discriminator="kind")]
-)
-
-
 class _SkillRecord(_Record):
     id: str
     tenant_id: str
@@ -180,6 +179,7 @@ class _SkillRecord(_Record):
     active: bool = True
     source: str | None = None
     created_at: str | None = None
+    enforcement: Any = None
     rev: str | None = None
 
 
@@ -199,10 +199,10 @@ def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
     return path
 
 
-def _problems(exc: PydanticValidationError, prefix: str = "", *, tagged: bool = False) -> list[str]:
+def _problems(exc: PydanticValidationError, prefix: str = "") -> list[str]:
     out = []
     for error in exc.errors(include_url=False, include_input=False):
-        loc = tuple(error["loc"])[1:] if tagged and error["type"] != "union_tag_invalid" else tuple(error["loc"])
+        loc = tuple(error["loc"])
         out.append(f"{field_path(loc, prefix) or prefix.rstrip('.') or 'skill'}: {error['msg']}")
     return out
 
@@ -221,18 +221,6 @@ class SkillReading:
     skill: Skill | None
     problems: tuple[str, ...] = ()
     torn: bool = False
-
-
-def _state_problem(item: _StateRecord) -> str | None:
-    if not isinstance(item.path, str) or not item.path:
-        return f"path: {item.path!r} is not a non-empty string"
-    if not isinstance(item.op, str) or item.op not in STATE_OPS:
-        return f"op: unknown op {item.op!r}"
-    if item.op != "exists" and item.value is None:
-        return f"value: op {item.op!r} needs a value"
-    if item.op == "in" and not isinstance(item.value, list):
-        return "value: op 'in' needs a list value"
-    return None
 
 
 def _is_torn(rev: str | None, preconditions: Sequence[Mapping[str, Any]]) -> bool:
@@ -264,26 +252,22 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
     except PydanticValidationError as exc:
         return SkillReading(node_id, None, tuple(_problems(exc)))
     problems: list[str] = []
-    items: list[PreconditionItem] = []
+    entries: list[Precondition] = []
     for index, entry in enumerate(raw_preconditions):
-        prefix = f"precondition[{index}]."
-        try:
-            item = _PRECONDITION.validate_python(entry)
-        except PydanticValidationError as exc:
-            problems.extend(_problems(exc, prefix, tagged=True))
-            continue
-        if isinstance(item, _ToolRecord):
-            items.append(item.tool)
-        elif isinstance(item, _TextRecord):
-            items.append(item.text)
-        else:
-            pred: dict[str, Any] = {"path": item.path, "op": item.op}
-            if item.value is not None:
-                pred["value"] = item.value
-            problem = _state_problem(item)
-            if problem is not None:
-                problems.append(f"{prefix}{problem}: this predicate never holds (fails closed)")
-            items.append({"state": pred})
+        props = entry if isinstance(entry, Mapping) else {}
+        item = precondition_from_node(props)
+        position = props.get("position")
+        if isinstance(position, float) and position.is_integer():
+            position = int(position)  # what a JavaScript client sends for a plain number
+        if not isinstance(position, int) or isinstance(position, bool):
+            problems.append(f"precondition[{index}].position: {position!r} is not an integer (read in list order)")
+        problem = node_problem(item)
+        if problem is not None:
+            problems.append(f"precondition[{index}].{problem}")
+        entries.append(item)
+    enforcement = record.enforcement if record.enforcement in ENFORCEMENTS else None
+    if record.enforcement is not None and enforcement is None:
+        problems.append(f"enforcement: unknown value {record.enforcement!r}; the rule is enforced")
     if row.get("foreign"):
         problems.append(f"precondition: {row['foreign']} node(s) without this skill's tenant_id were ignored")
     skill = Skill(  # validating again in pydantic-core is faster than model_construct
@@ -299,7 +283,8 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
         active=record.active,
         source=record.source,
         created_at=_as_datetime(record.created_at),
-        precondition=tuple(items) if items else None,
+        preconditions=tuple(entries),
+        enforcement=enforcement,
         retracted=row.get("retracted") is True,
         staged=row.get("staged") is True,
     )

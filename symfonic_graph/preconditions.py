@@ -4,8 +4,11 @@ Nothing here touches Neo4j or LangGraph. A *skill* is any object with a
 ``metadata`` mapping (duck typing); a plain mapping holding a ``"metadata"``
 mapping is accepted too. ``metadata["precondition"]`` may be ``None``, a single
 string (legacy), a single ``{"tool": ...}`` / ``{"state": ...}`` mapping, or a
-list whose items are tool identifier strings, ``{"tool": "name"}`` (legacy),
-``{"state": {"path": ..., "op": ..., "value": ...}}`` or free text.
+list whose items are tool identifier strings, ``{"tool": "name", ...}``,
+``{"any": [...]}``, ``{"state": {"path": ..., "op": ..., "value": ...}}`` or free
+text. A :class:`~symfonic_graph.models.Skill` read from the graph carries its
+typed ``preconditions`` instead, and those are read as they are (a ``text``
+entry is never enforced, whatever its text looks like).
 
 Every rule fails closed: a malformed state predicate never holds, so the skill
 that carries it is dropped by the state filter.
@@ -26,11 +29,24 @@ Example:
 
 from __future__ import annotations
 
+import json
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+from pydantic import BaseModel
+
+from symfonic_graph._messages import History
+from symfonic_graph.records import (
+    STATE_OPS,
+    AnyPrecondition,
+    Precondition,
+    StatePrecondition,
+    ToolPrecondition,
+    bare_identifier,
+    precondition_from_item,
+)
 
 __all__ = [
     "MISSING",
@@ -41,6 +57,7 @@ __all__ = [
     "bare_identifier",
     "evaluate_predicate",
     "filter_skills_by_state_predicates",
+    "entries_of",
     "log_dropped",
     "partition_skills_by_state",
     "precondition_tools",
@@ -50,14 +67,11 @@ __all__ = [
     "skill_id",
     "skill_label",
     "state_predicates",
+    "tool_requirement_met",
 ]
 
 log = logging.getLogger(__name__)
 
-STATE_OPS: Final = frozenset({"eq", "neq", "in", "exists"})
-"""The state-predicate operators; any other ``op`` never holds."""
-
-_BARE_IDENTIFIER: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\(.*\))?\s*$")
 _CONTAINERS: Final = (list, tuple, set, frozenset)
 
 
@@ -119,23 +133,6 @@ def _describe(skill: object) -> str:
 # --- identifiers and tools ----------------------------------------------------
 
 
-def bare_identifier(value: object) -> str | None:
-    """The identifier of a bare tool reference, or None for anything else.
-
-    A bare reference is a name, optionally followed by an argument list.
-
-    Example:
-        >>> bare_identifier("  get_status(brand_id=<x>) ")
-        'get_status'
-        >>> bare_identifier("Check the status first.") is None
-        True
-    """
-    if not isinstance(value, str):
-        return None
-    match = _BARE_IDENTIFIER.match(value.strip())
-    return match.group(1) if match else None
-
-
 def action_tool_of(skill: object) -> str | None:
     """The tool a skill guards: ``action_tool`` if bare, else ``steps[0]`` if bare.
 
@@ -154,13 +151,30 @@ def action_tool_of(skill: object) -> str | None:
     return None
 
 
-def _precondition_items(skill: object) -> list[object]:
+def entries_of(skill: object) -> tuple[Precondition, ...]:
+    """A skill's typed precondition entries: a ``Skill``'s own, else read from its metadata.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> [e.kind for e in entries_of(SimpleNamespace(metadata={"precondition": ["auth", "Be kind."]}))]
+        ['tool', 'text']
+    """
+    typed = _typed(skill)
+    if typed is not None:
+        return typed
+    return tuple(entry for entry in map(precondition_from_item, _metadata_items(skill)) if entry is not None)
+
+
+def _typed(skill: object) -> tuple[Precondition, ...] | None:
+    typed = getattr(skill, "preconditions", None)
+    if isinstance(typed, tuple) and all(isinstance(e, BaseModel) for e in typed):
+        return typed
+    return None
+
+
+def _metadata_items(skill: object) -> list[object]:
     raw = _metadata(skill).get("precondition")
-    if isinstance(raw, (str, Mapping)):
-        return [raw]
-    if isinstance(raw, Sequence):
-        return list(raw)
-    return []
+    return [raw] if isinstance(raw, (str, Mapping)) else list(raw) if isinstance(raw, Sequence) else []
 
 
 def precondition_tools(skill: object) -> list[str]:
@@ -173,9 +187,8 @@ def precondition_tools(skill: object) -> list[str]:
         ['auth', 'get_status']
     """
     tools: list[str] = []
-    for item in _precondition_items(skill):
-        ref = item.get("tool") if isinstance(item, Mapping) else item
-        ident = bare_identifier(ref)
+    for entry in entries_of(skill):
+        ident = entry.name if isinstance(entry, ToolPrecondition) else None
         if ident is not None and ident not in tools:
             tools.append(ident)
     return tools
@@ -208,11 +221,10 @@ def state_predicates(skill: object) -> list[Any]:
         ...     "auth", {"state": {"path": "env", "op": "exists"}}, {"state": "env"}]}))
         [{'path': 'env', 'op': 'exists'}]
     """
-    return [
-        item["state"]
-        for item in _precondition_items(skill)
-        if isinstance(item, Mapping) and isinstance(item.get("state"), Mapping)
-    ]
+    if _typed(skill) is not None:
+        return [entry.predicate() for entry in entries_of(skill) if isinstance(entry, StatePrecondition)]
+    return [item["state"] for item in _metadata_items(skill)
+            if isinstance(item, Mapping) and isinstance(item.get("state"), Mapping)]
 
 
 # --- predicates ---------------------------------------------------------------
@@ -290,6 +302,8 @@ def predicate_failure(predicate: object, state: object) -> str | None:
     if not isinstance(path, str) or not path:
         return f"path {path!r} is not a non-empty string"
     actual = resolve_path(state, path)
+    if actual is MISSING and predicate.get("if_missing") == "apply":
+        return None  # the rule applies when the state does not say
     if op == "exists":
         return None if actual is not MISSING else f"path {path!r} is missing"
     if "value" not in predicate:
@@ -421,3 +435,91 @@ def filter_skills_by_state_predicates(skills: Iterable[Any] | None, state: objec
     result = partition_skills_by_state(skills, state)
     log_dropped(result.dropped)
     return list(result.kept)
+
+
+# --- tool requirements (SPEC §13) ------------------------------------------------------
+
+
+def _json_key(value: object) -> str | None:
+    def norm(v: object) -> object:
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, Mapping):
+            return {str(k): norm(x) for k, x in v.items()}
+        if isinstance(v, (list, tuple)):
+            return [norm(x) for x in v]
+        return v
+
+    try:
+        return json.dumps(norm(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return None
+
+
+def same_arguments(names: Sequence[str], action: Mapping[str, Any] | None, earlier: Mapping[str, Any] | None) -> bool:
+    """True iff the action call and the earlier call have equal JSON values for each of ``names``.
+
+    An action call without one of them never matches (so it is blocked).
+
+    Example:
+        >>> same_arguments(["order_id"], {"order_id": "1003"}, {"order_id": "1003", "x": 1})
+        True
+        >>> same_arguments(["order_id"], {"order_id": "7777"}, {"order_id": "1003"})
+        False
+    """
+    if not names:
+        return True
+    if action is None or earlier is None:
+        return False
+    for name in names:
+        if name not in action or name not in earlier:
+            return False
+        ours, theirs = _json_key(action[name]), _json_key(earlier[name])
+        if ours is None or ours != theirs:
+            return False
+    return True
+
+
+def tool_requirement_met(
+    entry: ToolPrecondition, args: Mapping[str, Any] | None, history: History, *, count_failed: bool = False
+) -> tuple[bool, bool]:
+    """Whether an earlier call satisfies ``entry`` for an action called with ``args``.
+
+    Returns ``(met, failed)``: ``failed`` is True when the only matching calls failed.
+
+    Example:
+        >>> from symfonic_graph._messages import CallResult
+        >>> history = History((CallResult("verify", None, True, 0),), 0)
+        >>> tool_requirement_met(ToolPrecondition(tool="verify"), {}, history)
+        (False, True)
+        >>> tool_requirement_met(ToolPrecondition(tool="verify"), {}, history, count_failed=True)
+        (True, False)
+    """
+    name = entry.name
+    failed = False
+    for result in history.results:
+        if result.name != name:
+            continue
+        if entry.within == "user_turn" and result.user_turn < history.user_turn:
+            continue
+        if entry.same_args and not same_arguments(entry.same_args, args, result.args):
+            continue
+        if result.failed and not count_failed:
+            failed = True
+            continue
+        return True, False
+    return False, failed
+
+
+def any_requirement_met(
+    entry: AnyPrecondition, history: History, *, count_failed: bool = False
+) -> tuple[bool, tuple[str, ...]]:
+    """Whether any tool of the group was called; and the group's tools whose calls all failed."""
+    failed: list[str] = []
+    for name in entry.names:
+        met, only_failed = tool_requirement_met(ToolPrecondition(tool=name), None, history, count_failed=count_failed)
+        if met:
+            return True, ()
+        if only_failed:
+            failed.append(name)
+    return False, tuple(failed)

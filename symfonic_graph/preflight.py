@@ -19,18 +19,15 @@ from collections.abc import Iterable
 from typing import Any, Final
 
 from symfonic_graph.contributions import PluginContribution
-from symfonic_graph.preconditions import (
-    action_tool_of,
-    filter_skills_by_state_predicates,
-    required_tools,
-    skill_label,
-)
+from symfonic_graph.preconditions import filter_skills_by_state_predicates
+from symfonic_graph.ruleset import RuleSet, requirement_phrase, rules_of
 
 __all__ = [
     "PREFLIGHT_HEADING",
     "PREFLIGHT_ORDER",
     "PREFLIGHT_ORIGIN",
     "build_preflight_contribution",
+    "preflight_block",
     "preflight_lines",
 ]
 
@@ -43,6 +40,9 @@ _UNNAMED: Final = "<unnamed>"
 def preflight_lines(skills: Iterable[Any] | None, *, include_negative: bool = False) -> list[str]:
     """The rule lines for ``skills``, in skill order then precondition order.
 
+    Shadow rules (``enforcement = "shadow"``) and preconditions that could not
+    be read have no line.
+
     Example:
         >>> from types import SimpleNamespace
         >>> skill = SimpleNamespace(metadata={"action_tool": "x", "precondition": "a"})
@@ -52,15 +52,18 @@ def preflight_lines(skills: Iterable[Any] | None, *, include_negative: bool = Fa
         - DO NOT call `x` until `a` has returned (skill: <unnamed>).
     """
     lines: list[str] = []
-    for skill in skills or ():
-        action = action_tool_of(skill)
-        if action is None:
+    for rule in rules_of(skills).rules:
+        action = rule.action_tool
+        if action is None or rule.shadow:
             continue
-        label = skill_label(skill) or _UNNAMED
-        for pre in required_tools(skill, action):
-            lines.append(f"- YOU MUST call `{pre}` BEFORE calling `{action}` (skill: {label}).")
+        label = rule.label or _UNNAMED
+        for entry in rule.requirements:
+            if entry.kind == "unreadable":
+                continue
+            pre = requirement_phrase(entry, quote="`")
+            lines.append(f"- YOU MUST call {pre} BEFORE calling `{action}` (skill: {label}).")
             if include_negative:
-                lines.append(f"- DO NOT call `{action}` until `{pre}` has returned (skill: {label}).")
+                lines.append(f"- DO NOT call `{action}` until {pre} has returned (skill: {label}).")
     return lines
 
 
@@ -93,3 +96,20 @@ def build_preflight_contribution(
         header="",
         origin=PREFLIGHT_ORIGIN,
     )
+
+
+def preflight_block(
+    rules: RuleSet, state: object = None, *, include_negative: bool = False
+) -> PluginContribution | None:
+    """``build_preflight_contribution(rules, state)``, cached on the compiled rules per distinct state.
+
+    Example:
+        >>> preflight_block(RuleSet([])) is None
+        True
+    """
+    key = rules.block_key(state, include_negative)
+    found, block = rules.cached_block(key)
+    if not found:
+        block = build_preflight_contribution(rules, state, include_negative=include_negative)
+        rules.keep_block(key, block)
+    return block

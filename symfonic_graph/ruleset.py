@@ -23,28 +23,95 @@ from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from symfonic_graph._messages import History
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.preconditions import (
     DroppedSkill,
     _metadata,
     action_tool_of,
+    any_requirement_met,
+    entries_of,
     predicate_failure,
-    required_tools,
     resolve_path,
     skill_id,
     skill_label,
     state_predicates,
+    tool_requirement_met,
 )
-from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.records import AnyPrecondition, ToolPrecondition, UnreadablePrecondition
 
-__all__ = ["Rule", "RuleSet", "rules_of"]
+__all__ = ["Rule", "RuleSet", "SkillCheck", "requirement_phrase", "rules_of"]
 
 _MAX_BLOCKS = 256  # distinct predicate states whose block a RuleSet keeps
+
+Requirement = ToolPrecondition | AnyPrecondition | UnreadablePrecondition
+"""An entry the gate enforces (tool names already reduced to bare identifiers)."""
+
+
+def requirement_phrase(entry: Requirement, *, quote: str = "") -> str:
+    """How a requirement is named in the gate's error (``quote=""``) and the pre-flight block (``"`"``).
+
+    Example:
+        >>> requirement_phrase(ToolPrecondition(tool="lookup_order", same_args=("order_id",)), quote="`")
+        '`lookup_order` (same `order_id`)'
+        >>> requirement_phrase(AnyPrecondition(tools=("sso", "otp")))
+        'sso or otp'
+    """
+    q = quote
+    if isinstance(entry, ToolPrecondition):
+        phrase = f"{q}{entry.tool}{q}"
+        if entry.same_args:
+            phrase += " (same " + ", ".join(f"{q}{a}{q}" for a in entry.same_args) + ")"
+        if entry.within == "user_turn":
+            phrase += " (after the user's latest message)"
+        return phrase
+    if isinstance(entry, AnyPrecondition):
+        return " or ".join(f"{q}{t}{q}" for t in entry.tools)
+    return "a precondition that could not be read"
+
+
+@dataclass(frozen=True, slots=True)
+class SkillCheck:
+    """One skill whose action tool matched a call, and what it still needs.
+
+    Attributes:
+        label: the skill's label, if any.
+        skill_id: the skill's id, if any.
+        required: every requirement, as the gate names it.
+        missing: the requirements not met by an earlier call.
+        failed: tools whose earlier calls all failed (so they do not count).
+        unreadable: why a precondition of the skill could not be read.
+        shadow: a shadow rule: reported, never blocking.
+
+    Example:
+        >>> SkillCheck("Deploy", "sk-1", ("run_tests",), ("run_tests",)).satisfied
+        False
+    """
+
+    label: str | None
+    skill_id: str | None
+    required: tuple[str, ...]
+    missing: tuple[str, ...]
+    failed: tuple[str, ...] = ()
+    unreadable: tuple[str, ...] = ()
+    shadow: bool = False
+
+    @property
+    def satisfied(self) -> bool:
+        """True iff every requirement was met."""
+        return not self.missing
 
 
 @dataclass(frozen=True, slots=True)
 class Rule:
-    """One skill as the gate sees it: the tool it guards, what must come first, when it applies."""
+    """One skill as the gate sees it: the tool it guards, what must come first, when it applies.
+
+    Attributes:
+        requirements: the enforced entries, in entry order (tool, any-of, unreadable).
+        required: every tool name the requirements mention, in order, without repeats.
+        predicates: the state predicates deciding whether the skill applies.
+        shadow: reported, never blocking (``enforcement = "shadow"``).
+    """
 
     skill: Any
     action_tool: str | None
@@ -52,6 +119,8 @@ class Rule:
     predicates: tuple[Any, ...]
     label: str | None
     skill_id: str | None
+    requirements: tuple[Requirement, ...] = ()
+    shadow: bool = False
 
     def failure(self, state: object) -> DroppedSkill | None:
         """Why a state predicate drops this skill in ``state``, or None when every predicate holds."""
@@ -64,22 +133,69 @@ class Rule:
                 return DroppedSkill(self.skill, self.label, self.skill_id, index, predicate, reason)
         return None
 
+    def check(self, args: Any, history: History, *, count_failed: bool = False) -> SkillCheck:
+        """What this skill still needs before its action, called with ``args``, may run."""
+        missing: list[str] = []
+        failed: list[str] = []
+        unreadable: list[str] = []
+        for entry in self.requirements:
+            if isinstance(entry, ToolPrecondition):
+                met, only_failed = tool_requirement_met(entry, args, history, count_failed=count_failed)
+                if only_failed:
+                    failed.append(entry.tool)
+            elif isinstance(entry, AnyPrecondition):
+                met, failed_tools = any_requirement_met(entry, history, count_failed=count_failed)
+                failed.extend(failed_tools)
+            else:
+                met = False
+                unreadable.append(entry.reason)
+            if not met:
+                missing.append(requirement_phrase(entry))
+        return SkillCheck(self.label, self.skill_id, tuple(requirement_phrase(e) for e in self.requirements),
+                          tuple(missing), tuple(failed), tuple(unreadable), self.shadow)
+
 
 class _Read:
     """A skill's ``id`` and ``metadata`` read once (``Skill.metadata`` builds a new dict per access)."""
 
-    __slots__ = ("id", "metadata")
+    __slots__ = ("id", "metadata", "preconditions")
 
     def __init__(self, skill: Any) -> None:
         self.id = skill.get("id") if isinstance(skill, Mapping) else getattr(skill, "id", None)
         self.metadata = _metadata(skill)
+        self.preconditions = entries_of(skill)
+
+
+def _requirements(entries: Iterable[Any], action: str) -> tuple[Requirement, ...]:
+    out: list[Requirement] = []
+    for entry in entries:
+        req: Requirement | None = None
+        if isinstance(entry, ToolPrecondition):
+            name = entry.name
+            if name is not None and name != action:  # a rule naming its own action could never be met
+                req = entry.model_copy(update={"tool": name})
+        elif isinstance(entry, AnyPrecondition):
+            names = tuple(n for n in entry.names if n != action)
+            req = AnyPrecondition(tools=names) if names else None
+        elif isinstance(entry, UnreadablePrecondition):
+            req = entry
+        if req is not None and req not in out:
+            out.append(req)
+    return tuple(out)
 
 
 def _rule(skill: Any) -> Rule:
     read = _Read(skill)
     action = action_tool_of(read)
-    required = tuple(required_tools(read, action)) if action is not None else ()
-    return Rule(skill, action, required, tuple(state_predicates(read)), skill_label(read), skill_id(read))
+    requirements = _requirements(read.preconditions, action) if action is not None else ()
+    names: list[str] = []
+    for req in requirements:
+        for name in (req.tool,) if isinstance(req, ToolPrecondition) else getattr(req, "tools", ()):
+            if name not in names:
+                names.append(name)
+    predicates = tuple(state_predicates(skill))
+    shadow = read.metadata.get("enforcement") == "shadow" or getattr(skill, "enforcement", None) == "shadow"
+    return Rule(skill, action, tuple(names), predicates, skill_label(read), skill_id(read), requirements, shadow)
 
 
 class RuleSet(tuple[Any, ...]):
@@ -112,28 +228,30 @@ class RuleSet(tuple[Any, ...]):
         """The rules whose action tool is ``tool``, in catalog order."""
         return self._by_tool.get(tool, ())
 
-    def preflight(self, state: object = None, *, include_negative: bool = False) -> PluginContribution | None:
-        """The pre-flight block, as ``build_preflight_contribution(self, state)`` returns it, cached per state.
+    def block_key(self, state: object, include_negative: bool) -> tuple[bool, Hashable] | None:
+        """The cache key of the pre-flight block for ``state``: the values the predicates read.
 
-        The cache key is the values the skills' predicates read from ``state``
-        (an unhashable value is not cached: the block is built afresh).
+        None when a value is unhashable (the block is then built afresh).
         """
-        key: tuple[bool, Hashable] | None
         if state is None:
-            key = (include_negative, None)
-        else:
-            values = tuple(resolve_path(state, path) for path in self._paths)
-            key = (include_negative, ("state", values))
-            try:
-                hash(key)
-            except TypeError:
-                key = None
+            return (include_negative, None)
+        key = (include_negative, ("state", tuple(resolve_path(state, path) for path in self._paths)))
+        try:
+            hash(key)
+        except TypeError:
+            return None
+        return key
+
+    def cached_block(self, key: tuple[bool, Hashable] | None) -> tuple[bool, PluginContribution | None]:
+        """``(found, block)`` from the block cache."""
         if key is not None and key in self._blocks:
-            return self._blocks[key]
-        block = build_preflight_contribution(self, state, include_negative=include_negative)
+            return True, self._blocks[key]
+        return False, None
+
+    def keep_block(self, key: tuple[bool, Hashable] | None, block: PluginContribution | None) -> None:
+        """Remember the block of ``key`` (up to a bound)."""
         if key is not None and len(self._blocks) < _MAX_BLOCKS:
             self._blocks[key] = block
-        return block
 
     def __repr__(self) -> str:
         return f"RuleSet({list(self)!r})"

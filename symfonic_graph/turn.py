@@ -30,6 +30,7 @@ from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
+from symfonic_graph.preflight import preflight_block
 from symfonic_graph.ruleset import RuleSet, rules_of
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, positive_count
@@ -63,7 +64,7 @@ class TurnSnapshot:
 
     def preflight(self, state: Mapping[str, Any] | None = None) -> PluginContribution | None:
         """The ``## ENFORCED PRE-FLIGHT RULES`` block of this turn, or None."""
-        return rules_of(self.skills).preflight(state, include_negative=self.include_negative)
+        return preflight_block(rules_of(self.skills), state, include_negative=self.include_negative)
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """Pending triggers, as a ``ProspectiveTriggerCapability`` source of this scope."""

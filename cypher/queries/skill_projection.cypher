@@ -25,12 +25,13 @@ CALL (s) {
   OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
   WHERE p.tenant_id = s.tenant_id
   WITH r, p ORDER BY r.position
-  RETURN collect(p {.kind, .tool, .path, .op, .value, .text, position: r.position, rev: p.symfonic_rev})
+  RETURN collect(p {.kind, .tool, .same_args, .within, .tools, .path, .op, .value, .if_missing, .text,
+                    position: r.position, rev: p.symfonic_rev})
          AS preconditions
 }
 WITH s, {
   skill: s {.id, .tenant_id, .namespace, .label, .identifier, .steps, .action_tool, .context, .status, .active,
-            .source, created_at: toStringOrNull(s.created_at), rev: s.symfonic_rev},
+            .source, .enforcement, created_at: toStringOrNull(s.created_at), rev: s.symfonic_rev},
   retracted: s:SymfonicRetracted,
   staged: s:SymfonicUnpublished,
   preconditions: preconditions,

@@ -38,7 +38,8 @@ CALL (s, row) {
   UNWIND row.preconditions AS p
   CREATE (s)-[:REQUIRES {position: p.position}]->(n:Precondition)
   SET n.tenant_id = row.tenant_id, n.namespace = row.namespace, n.kind = p.kind,
-      n.tool = p.tool, n.path = p.path, n.op = p.op, n.value = p.value, n.text = p.text,
+      n.tool = p.tool, n.same_args = p.same_args, n.within = p.within, n.tools = p.tools,
+      n.path = p.path, n.op = p.op, n.value = p.value, n.if_missing = p.if_missing, n.text = p.text,
       n.symfonic_rev = row.rev
 }
 WITH seq, s ORDER BY seq

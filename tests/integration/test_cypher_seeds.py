@@ -177,9 +177,12 @@ async def test_malformed_seeded_nodes_never_crash_a_read(
     # skipped: wrong property types on the skill itself (an `active` that is no bool fails closed in Cypher)
     for name in ("label-list", "steps-string", "context-int", "active-string", "namespace-int", "id-int"):
         assert name not in labels, name
-    # kept, with the bad precondition dropped (unknown kind, other tenant's, no position, bad tool)
-    for name in ("unknown-kind", "foreign-precondition", "no-position", "tool-not-string"):
-        assert labels[name].precondition is None, name
+    # kept; another tenant's precondition is ignored; one without a position is read in list order
+    assert labels["foreign-precondition"].precondition is None
+    assert labels["no-position"].precondition == ("x",)
+    # kept, and a precondition that cannot be read blocks the action (fails closed) instead of vanishing
+    for name in ("unknown-kind", "tool-not-string"):
+        assert [p.kind for p in labels[name].preconditions] == ["unreadable"], name
     # kept, and its unknown op fails closed: the skill is filtered out whatever the state
     bad_op = labels["unknown-op"]
     assert bad_op.precondition == ({"state": {"path": "channel", "op": "gt", "value": 1}},)

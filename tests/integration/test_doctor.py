@@ -138,7 +138,7 @@ async def _seed_reported_cases(seeder: Seeder, tenant: str) -> dict[str, str]:
 def _assert_reported(findings: list[Finding], tenant: str, names: dict[str, str]) -> None:
     assert _found(findings, "bad_skills", names["list_status"], "status")
     assert _found(findings, "bad_skills", names["list_id"], "id: Input should be a valid string")
-    assert _found(findings, "bad_preconditions", names["holder"], "precondition[0]", "does not match")
+    assert _found(findings, "bad_preconditions", names["holder"], "precondition[0]", "unknown kind")
     [edge] = _found(findings, "foreign_preconditions", names["holder"], "position 1", f"tenant {names['other']}")
     assert edge.label == "Skill"
     [key] = _found(findings, "keys", names["foreign_key"], repr(names["other"]), repr(tenant))

@@ -11,6 +11,7 @@ from symfonic_graph import MemoryScope, create_precondition_gate_node
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.gate import explain_tool_call
 from symfonic_graph.models import field_path, read_skill
+from symfonic_graph.preflight import preflight_block
 from symfonic_graph.ruleset import RuleSet
 from symfonic_graph.turn_scope import scope_from_state, scope_from_turn, scope_of
 from tests._fakes import ai_calls
@@ -55,9 +56,11 @@ def test_precondition_problems_name_the_item_and_keep_the_rest() -> None:
     reading = read_skill(_row(BASE, {"kind": "tool", "tool": 5}, {"kind": "nope"}, {"kind": "tool", "tool": "auth"},
                               {"kind": "state", "path": "env", "op": "gt", "value": 1}))
     assert reading.skill is not None
-    assert reading.skill.metadata["precondition"] == ["auth", {"state": {"path": "env", "op": "gt", "value": 1}}]
+    # Unreadable nodes keep their place and block (fail closed); the readable ones are kept as they are.
+    assert [p.kind for p in reading.skill.preconditions] == ["unreadable", "unreadable", "tool", "state"]
+    assert reading.skill.metadata["precondition"][2:] == ["auth", {"state": {"path": "env", "op": "gt", "value": 1}}]
     assert [p.split(":")[0] for p in reading.problems] == [
-        "precondition[0].tool", "precondition[1]", "precondition[3].op"]
+        "precondition[0].tool", "precondition[1].kind", "precondition[3].op"]
 
 
 def test_field_path_matches_our_validation_errors() -> None:
@@ -122,6 +125,6 @@ def test_list_typed_op_or_path_never_crashes_a_turn() -> None:
                               {"kind": "state", "path": ["a"], "op": ["eq"], "value": 1}))
     assert reading.skill is not None and any("never holds" in p for p in reading.problems)
     rules = RuleSet([reading.skill])  # a list path must not break the compiled rules either
-    assert rules.preflight({"a": 1}) is None  # the predicate fails closed: the skill is filtered out
+    assert preflight_block(rules, {"a": 1}) is None  # the predicate fails closed: the skill is filtered out
     assert explain_tool_call(rules, "deploy", state={"a": 1}).verdict == "allowed"  # dropped, not enforced
     assert explain_tool_call(rules, "deploy").verdict == "blocked"  # without state filtering it applies

@@ -8,9 +8,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from symfonic_graph._messages import History, ToolCallRef
 from symfonic_graph.gate import _decide, explain_tool_call
 from symfonic_graph.preconditions import action_tool_of, partition_skills_by_state, required_tools
-from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.preflight import build_preflight_contribution, preflight_block
 from symfonic_graph.ruleset import RuleSet, rules_of
 from tests.unit.test_properties import predicates, states
 
@@ -41,8 +42,8 @@ def _content(block: Any) -> str | None:
 def test_the_cached_block_is_byte_identical_to_building_it(skills: list[Any], state: Any, negative: bool) -> None:
     rules = RuleSet(skills)
     expected = build_preflight_contribution(skills, state, include_negative=negative)
-    assert rules.preflight(state, include_negative=negative) == expected
-    assert rules.preflight(state, include_negative=negative) == expected  # the cached answer too
+    assert preflight_block(rules, state, include_negative=negative) == expected
+    assert preflight_block(rules, state, include_negative=negative) == expected  # the cached answer too
 
 
 @settings(max_examples=300, deadline=None)
@@ -55,17 +56,18 @@ def test_compiled_decisions_match_the_pure_rules(skills: list[Any], state: Any, 
     assert [c.required for c in decision.matched] == [tuple(required_tools(s, tool)) for s in expected]
     first_missing = next((s for s in expected if set(required_tools(s, tool)) - called), None)
     assert decision.verdict == ("allowed" if first_missing is None else "blocked")
-    assert decision == _decide(rules_of(list(skills)), tool, frozenset(called), None, state, filtered=True)
+    assert decision == _decide(rules_of(list(skills)), ToolCallRef(None, tool), History.of_names(called), state,
+                               filtered=True, count_failed=False)
 
 
 def test_a_state_with_unhashable_values_is_answered_but_not_cached() -> None:
     skill = SimpleNamespace(metadata={"action_tool": "x", "precondition": [
         "a", {"state": {"path": "tags", "op": "exists"}}]})
     rules = RuleSet([skill])
-    assert rules.preflight({"tags": ["eu"]}) is not None
-    assert rules.preflight({"tags": ["eu"]}) == build_preflight_contribution([skill], {"tags": ["eu"]})
+    assert preflight_block(rules, {"tags": ["eu"]}) is not None
+    assert preflight_block(rules, {"tags": ["eu"]}) == build_preflight_contribution([skill], {"tags": ["eu"]})
     assert rules._blocks == {}
-    assert rules.preflight({"tags": "eu"}) is not None and len(rules._blocks) == 1
+    assert preflight_block(rules, {"tags": "eu"}) is not None and len(rules._blocks) == 1
 
 
 def test_rules_of_keeps_a_ruleset_and_compiles_anything_else() -> None:

@@ -1,0 +1,461 @@
+"""The precondition record: one typed union, read and written the same way everywhere.
+
+A skill's preconditions are a list of typed entries, told apart by ``kind``:
+
+* ``ToolPrecondition`` (``kind="tool"``): call ``tool`` first. ``same_args``
+  binds the check to the data (only an earlier call whose named arguments
+  equal the action call's counts); ``within="user_turn"`` only counts calls
+  made after the user's latest message.
+* ``AnyPrecondition`` (``kind="any"``): call any one of ``tools`` first.
+* ``StatePrecondition`` (``kind="state"``): the skill applies only while the
+  predicate holds in the graph state (``if_missing="apply"``: also when the
+  state does not have the path).
+* ``TextPrecondition`` (``kind="text"``): advisory text, never enforced.
+* ``UnreadablePrecondition``: a graph node that could not be read. It is
+  never satisfied, so its skill keeps blocking (fails closed), and it says why.
+
+Every path builds entries here: writes and seed files (:func:`precondition_from_input`,
+strict, errors name the field), graph reads (:func:`precondition_from_node`, lenient,
+never raises) and duck-typed ``metadata`` (:func:`precondition_from_item`). Adding a kind
+is adding a class to the union and a branch to each of those three functions.
+
+Example:
+    >>> precondition_from_input({"tool": "lookup_order", "same_args": ["order_id"]}, "precondition[0]")
+    ToolPrecondition(kind='tool', tool='lookup_order', same_args=('order_id',), within='conversation')
+    >>> precondition_from_input("Apologise first.", "precondition[1]").kind
+    'text'
+    >>> precondition_from_node({"kind": "Tool", "tool": "verify_identity"}).tool
+    'verify_identity'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from symfonic_graph.errors import ValidationError
+
+__all__ = [
+    "AnyPrecondition",
+    "Precondition",
+    "StatePrecondition",
+    "TextPrecondition",
+    "ToolPrecondition",
+    "UnreadablePrecondition",
+    "bare_identifier",
+    "precondition_from_input",
+    "precondition_from_item",
+    "precondition_from_node",
+    "precondition_item",
+    "precondition_node",
+]
+
+STATE_OPS: Final = frozenset({"eq", "neq", "in", "exists"})
+"""The state-predicate operators; any other ``op`` never holds."""
+WITHIN: Final = ("conversation", "user_turn")
+_BARE_IDENTIFIER: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\(.*\))?\s*$")
+_ARG_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SCALARS: Final = (str, int, float, bool)
+
+
+def bare_identifier(value: object) -> str | None:
+    """The identifier of a bare tool reference (a name, optionally with an argument list), else None.
+
+    Example:
+        >>> bare_identifier("  get_status(brand_id=<x>) ")
+        'get_status'
+        >>> bare_identifier("Check the status first.") is None
+        True
+    """
+    if not isinstance(value, str):
+        return None
+    match = _BARE_IDENTIFIER.match(value.strip())
+    return match.group(1) if match else None
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ToolPrecondition(_Entry):
+    """Call ``tool`` before the action; optionally with the same arguments, or in this user turn."""
+
+    kind: Literal["tool"] = "tool"
+    tool: str
+    same_args: tuple[str, ...] = ()
+    within: Literal["conversation", "user_turn"] = "conversation"
+
+    @property
+    def name(self) -> str | None:
+        """The tool's bare identifier, or None when ``tool`` is not one (then nothing is enforced)."""
+        return bare_identifier(self.tool)
+
+
+class AnyPrecondition(_Entry):
+    """Call any one of ``tools`` before the action."""
+
+    kind: Literal["any"] = "any"
+    tools: tuple[str, ...]
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The bare identifiers among ``tools``, without repeats (empty: contributes nothing)."""
+        return tuple(dict.fromkeys(n for n in map(bare_identifier, self.tools) if n is not None))
+
+
+class StatePrecondition(_Entry):
+    """The skill applies only while ``path op value`` holds in the graph state.
+
+    Kept whatever its path, op and value when read from the graph: a malformed
+    predicate never holds (SPEC §4), so it fails closed.
+    """
+
+    kind: Literal["state"] = "state"
+    path: Any = None
+    op: Any = None
+    value: Any = None
+    has_value: bool = True
+    if_missing: Literal["apply"] | None = None
+
+    def predicate(self) -> dict[str, Any]:
+        """The ``{"path", "op", "value"?, "if_missing"?}`` mapping of the metadata view."""
+        out: dict[str, Any] = {"path": self.path, "op": self.op}
+        if self.has_value and self.op != "exists":
+            out["value"] = self.value
+        if self.if_missing is not None:
+            out["if_missing"] = self.if_missing
+        return out
+
+
+class TextPrecondition(_Entry):
+    """Advisory free text: shown to nobody by the gate, never enforced."""
+
+    kind: Literal["text"] = "text"
+    text: str
+
+
+class UnreadablePrecondition(_Entry):
+    """A graph node that could not be read: never satisfied, so its skill keeps blocking."""
+
+    kind: Literal["unreadable"] = "unreadable"
+    reason: str
+
+
+Precondition = Annotated[
+    ToolPrecondition | AnyPrecondition | StatePrecondition | TextPrecondition | UnreadablePrecondition,
+    Field(discriminator="kind"),
+]
+"""One precondition entry of a skill."""
+
+
+# --- writes: strict, every error names its field ------------------------------------
+
+
+def _text(field: str, value: object) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(field, f"must be a string, got {type(value).__name__}")
+    if not value.strip():
+        raise ValidationError(field, "must not be empty")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValidationError(field, f"is not valid Unicode text ({exc.reason} at index {exc.start})") from None
+    return value
+
+
+def _tool_name(field: str, value: object) -> str:
+    name = bare_identifier(_text(field, value))
+    if name is None:
+        raise ValidationError(field, f"must be a tool name such as `lookup_order`, got {value!r}")
+    return str(value).strip()
+
+
+def state_value(field: str, value: object) -> Any:
+    """A value Neo4j stores natively: a finite scalar or a list of scalars of one type."""
+    if isinstance(value, str):
+        return _text(field, value) if value else value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError(field, f"must be a finite number, got {value!r}")
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, (list, tuple)):
+        kinds = {bool if isinstance(v, bool) else type(v) for v in value}
+        if not all(isinstance(v, _SCALARS) for v in value) or len(kinds) > 1:
+            raise ValidationError(field, "a list value must hold scalars of one type (str, int, float or bool)")
+        return [state_value(f"{field}[{i}]", v) for i, v in enumerate(value)]
+    raise ValidationError(
+        field, f"must be a str, int, float, bool or a list of one of them, got {type(value).__name__}")
+
+
+def _keys(field: str, item: Mapping[str, Any], allowed: set[str]) -> None:
+    extra = sorted(str(k) for k in set(item) - allowed)
+    if extra:
+        raise ValidationError(field, f"unknown keys {extra} (allowed: {sorted(allowed)})")
+
+
+def _tool_input(field: str, item: Mapping[str, Any]) -> ToolPrecondition:
+    _keys(field, item, {"kind", "tool", "same_args", "within"})
+    tool = _tool_name(f"{field}.tool", item.get("tool"))
+    same = item.get("same_args", ())
+    if same is None:
+        same = ()
+    if isinstance(same, str) or not isinstance(same, (list, tuple)):
+        raise ValidationError(f"{field}.same_args", "must be a list of argument names")
+    for i, name in enumerate(same):
+        if not isinstance(name, str) or not _ARG_NAME.match(name):
+            raise ValidationError(f"{field}.same_args[{i}]", f"must be an argument name, got {name!r}")
+    within = item.get("within", "conversation")
+    if within is None:
+        within = "conversation"
+    if within not in WITHIN:
+        raise ValidationError(f"{field}.within", f"must be one of {list(WITHIN)}, got {within!r}")
+    return ToolPrecondition(tool=tool, same_args=tuple(dict.fromkeys(same)), within=within)
+
+
+def _any_input(field: str, item: Mapping[str, Any]) -> AnyPrecondition:
+    _keys(field, item, {"kind", "any", "tools"})
+    tools = item.get("any", item.get("tools"))
+    if isinstance(tools, str) or not isinstance(tools, (list, tuple)) or not tools:
+        raise ValidationError(f"{field}.any", "must be a non-empty list of tool names")
+    return AnyPrecondition(tools=tuple(_tool_name(f"{field}.any[{i}]", t) for i, t in enumerate(tools)))
+
+
+def _state_input(field: str, state: object) -> StatePrecondition:
+    if not isinstance(state, Mapping):
+        raise ValidationError(field, "must be a mapping {path, op, value}")
+    _keys(field, state, {"path", "op", "value", "if_missing"})
+    path = _text(f"{field}.path", state.get("path"))
+    if any(not seg for seg in path.split(".")):
+        raise ValidationError(f"{field}.path", "must be dot-separated non-empty segments")
+    op = state.get("op")
+    if op not in STATE_OPS:
+        raise ValidationError(f"{field}.op", f"must be one of {sorted(STATE_OPS)}, got {op!r}")
+    if_missing = state.get("if_missing")
+    if if_missing not in (None, "apply"):
+        raise ValidationError(f"{field}.if_missing", f'must be "apply" or absent, got {if_missing!r}')
+    if op == "exists":
+        if "value" in state:
+            raise ValidationError(f"{field}.value", "`exists` takes no value")
+        return StatePrecondition(path=path, op=op, has_value=False, if_missing=if_missing)
+    if "value" not in state:
+        raise ValidationError(f"{field}.value", f"`{op}` needs a value")
+    value = state_value(f"{field}.value", state["value"])
+    if op == "in" and not isinstance(value, list):
+        raise ValidationError(f"{field}.value", "`in` needs a list value")
+    return StatePrecondition(path=path, op=op, value=value, if_missing=if_missing)
+
+
+def precondition_from_input(item: object, field: str) -> Precondition:
+    """One write-side entry, validated: errors are ``ValidationError`` naming ``field``.
+
+    Accepted: a typed entry; a string (a bare tool name is a tool precondition,
+    anything else advisory text); ``{"tool": T, "same_args"?, "within"?}``;
+    ``{"any": [T, ...]}``; ``{"state": {path, op, value?, if_missing?}}``;
+    ``{"text": "..."}``; or any of them with an explicit ``"kind"``.
+
+    Example:
+        >>> precondition_from_input({"any": ["sso_login", "verify_identity"]}, "p[0]").names
+        ('sso_login', 'verify_identity')
+    """
+    if isinstance(item, (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition)):
+        return precondition_from_input(precondition_item(item, typed=True), field)
+    if isinstance(item, UnreadablePrecondition):
+        raise ValidationError(field, f"cannot write an unreadable precondition ({item.reason})")
+    if isinstance(item, str):
+        _text(field, item)
+        return ToolPrecondition(tool=item.strip()) if bare_identifier(item) else TextPrecondition(text=item)
+    if not isinstance(item, Mapping):
+        raise ValidationError(
+            field, 'must be a string, {"tool": name}, {"any": [names]}, {"state": {path, op, value}} or {"text": ...}'
+        )
+    kind = item.get("kind")
+    if kind is None:
+        kinds = [k for k in ("tool", "any", "state", "text") if k in item]
+        if len(kinds) != 1:
+            raise ValidationError(field, 'needs exactly one of the keys "tool", "any", "state", "text" (or a "kind")')
+        kind = kinds[0]
+    if kind == "tool":
+        return _tool_input(field, item)
+    if kind == "any":
+        return _any_input(field, item)
+    if kind == "state":
+        if "state" in item:
+            _keys(field, item, {"kind", "state"})
+            return _state_input(f"{field}.state", item["state"])
+        return _state_input(field, {k: v for k, v in item.items() if k != "kind"})
+    if kind == "text":
+        _keys(field, item, {"kind", "text"})
+        return TextPrecondition(text=_text(f"{field}.text", item.get("text")))
+    raise ValidationError(f"{field}.kind", f"must be one of tool, any, state, text; got {kind!r}")
+
+
+def precondition_node(entry: Precondition, position: int) -> dict[str, Any]:
+    """The properties of the ``:Precondition`` node written for ``entry`` (every key present)."""
+    row: dict[str, Any] = dict.fromkeys(
+        ("tool", "same_args", "within", "tools", "path", "op", "value", "if_missing", "text"))
+    row.update(kind=entry.kind, position=position)
+    if isinstance(entry, ToolPrecondition):
+        row.update(tool=entry.tool, same_args=list(entry.same_args) or None,
+                   within=None if entry.within == "conversation" else entry.within)
+    elif isinstance(entry, AnyPrecondition):
+        row.update(tools=list(entry.tools))
+    elif isinstance(entry, StatePrecondition):
+        row.update(path=entry.path, op=entry.op, if_missing=entry.if_missing,
+                   value=entry.value if entry.has_value and entry.op != "exists" else None)
+    elif isinstance(entry, TextPrecondition):
+        row.update(text=entry.text)
+    return row
+
+
+# --- graph reads: lenient, never raise ------------------------------------------------
+
+
+def _names(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return None
+    return tuple(value) if all(isinstance(v, str) for v in value) else None
+
+
+def precondition_from_node(props: Mapping[str, Any]) -> Precondition:
+    """The entry of one ``:Precondition`` node as seeded (by the library or by hand). Never raises.
+
+    The node's ``kind`` decides (case-insensitively, surrounding blanks ignored):
+    a ``text`` node is never enforced whatever its text; a ``tool`` node whose
+    ``tool`` is not a bare identifier contributes nothing (``doctor`` says so).
+    A node that cannot be read at all becomes an :class:`UnreadablePrecondition`.
+
+    Example:
+        >>> precondition_from_node({"kind": "text", "text": "review"}).kind
+        'text'
+        >>> precondition_from_node({"kind": "tol", "tool": "x"}).reason
+        "kind: unknown kind 'tol' (expected tool, any, state or text)"
+    """
+    raw_kind = props.get("kind")
+    kind = raw_kind.strip().lower() if isinstance(raw_kind, str) else raw_kind
+    if kind == "tool":
+        tool, same, within = props.get("tool"), _names(props.get("same_args")), props.get("within")
+        if not isinstance(tool, str) or not tool.strip():
+            return UnreadablePrecondition(reason=f"tool: {tool!r} is not a tool name")
+        if same is None or not all(_ARG_NAME.match(n) for n in same):
+            return UnreadablePrecondition(reason=f"same_args: {props.get('same_args')!r} is not a list of names")
+        if within is not None and within not in WITHIN:
+            return UnreadablePrecondition(reason=f"within: {within!r} is not one of {list(WITHIN)}")
+        return ToolPrecondition(tool=tool.strip(), same_args=same, within=within or "conversation")
+    if kind == "any":
+        tools = _names(props.get("tools"))
+        if not tools:
+            return UnreadablePrecondition(reason=f"tools: {props.get('tools')!r} is not a non-empty list of names")
+        return AnyPrecondition(tools=tools)
+    if kind == "state":
+        if_missing = props.get("if_missing")
+        return StatePrecondition(path=props.get("path"), op=props.get("op"), value=props.get("value"),
+                                 has_value=props.get("value") is not None,
+                                 if_missing="apply" if if_missing == "apply" else None)
+    if kind == "text":
+        text = props.get("text")
+        return TextPrecondition(text=text if isinstance(text, str) else "")
+    return UnreadablePrecondition(reason=f"kind: unknown kind {raw_kind!r} (expected tool, any, state or text)")
+
+
+def node_problem(entry: Precondition) -> str | None:
+    """What ``doctor`` reports about a read entry, or None when it is well formed."""
+    if isinstance(entry, UnreadablePrecondition):
+        return f"{entry.reason}: the skill blocks its action until this is fixed (fails closed)"
+    if isinstance(entry, ToolPrecondition) and entry.name is None:
+        return f"tool: {entry.tool!r} is not a tool name, so nothing is enforced; use a `text` node for advice"
+    if isinstance(entry, AnyPrecondition) and not entry.names:
+        return f"tools: {list(entry.tools)!r} holds no tool name, so nothing is enforced"
+    if isinstance(entry, StatePrecondition):
+        problem = state_problem(entry)
+        return None if problem is None else f"{problem}: this predicate never holds (fails closed)"
+    return None
+
+
+def state_problem(entry: StatePrecondition) -> str | None:
+    """Why a state entry can never hold, or None."""
+    if not isinstance(entry.path, str) or not entry.path:
+        return f"path: {entry.path!r} is not a non-empty string"
+    if not isinstance(entry.op, str) or entry.op not in STATE_OPS:
+        return f"op: unknown op {entry.op!r}"
+    if entry.op != "exists" and not entry.has_value:
+        return f"value: op {entry.op!r} needs a value"
+    if entry.op == "in" and not isinstance(entry.value, list):
+        return "value: op 'in' needs a list value"
+    return None
+
+
+# --- the duck-typed metadata view (SPEC §3-§6), both directions ------------------------
+
+
+def precondition_item(entry: Precondition, *, typed: bool = False) -> Any:
+    """The ``metadata["precondition"]`` item of ``entry``.
+
+    A plain tool is its name and advice its text (SPEC §3); ``typed=True`` keeps
+    the kind explicit (``{"text": ...}``) so that reading it back cannot guess wrong.
+    """
+    if isinstance(entry, ToolPrecondition):
+        if not entry.same_args and entry.within == "conversation":
+            return {"tool": entry.tool} if typed else entry.tool
+        out: dict[str, Any] = {"tool": entry.tool}
+        if entry.same_args:
+            out["same_args"] = list(entry.same_args)
+        if entry.within != "conversation":
+            out["within"] = entry.within
+        return out
+    if isinstance(entry, AnyPrecondition):
+        return {"any": list(entry.tools)}
+    if isinstance(entry, StatePrecondition):
+        return {"state": entry.predicate()}
+    if isinstance(entry, TextPrecondition):
+        return {"text": entry.text} if typed else entry.text
+    return {"unreadable": entry.reason}
+
+
+def precondition_from_item(item: object) -> Precondition | None:
+    """The entry of one duck-typed ``metadata["precondition"]`` item, or None when it contributes nothing.
+
+    Lenient: a malformed state predicate is kept (it fails closed); a
+    ``{"state": X}`` whose ``X`` is not a mapping contributes nothing (SPEC §9).
+
+    Example:
+        >>> precondition_from_item("auth").kind, precondition_from_item("Be polite.").kind
+        ('tool', 'text')
+    """
+    if isinstance(item, (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition,
+                         UnreadablePrecondition)):
+        return item
+    if isinstance(item, str):
+        return ToolPrecondition(tool=item.strip()) if bare_identifier(item) else TextPrecondition(text=item)
+    if not isinstance(item, Mapping):
+        return None
+    if "state" in item:
+        state = item["state"]
+        if not isinstance(state, Mapping):
+            return None
+        if_missing = state.get("if_missing")
+        return StatePrecondition(path=state.get("path"), op=state.get("op"), value=state.get("value"),
+                                 has_value="value" in state, if_missing="apply" if if_missing == "apply" else None)
+    if "any" in item:
+        tools = _names(item["any"])
+        return AnyPrecondition(tools=tools) if tools else None
+    if "tool" in item:
+        tool = item["tool"]
+        if not isinstance(tool, str):
+            return None
+        same = _names(item.get("same_args")) or ()
+        within = item.get("within")
+        if within not in (None, *WITHIN):
+            return UnreadablePrecondition(reason=f"within: {within!r} is not one of {list(WITHIN)}")
+        return ToolPrecondition(tool=tool.strip(), same_args=tuple(n for n in same if _ARG_NAME.match(n)),
+                                within=within or "conversation")
+    if "text" in item and isinstance(item["text"], str):
+        return TextPrecondition(text=item["text"])
+    if "unreadable" in item:
+        return UnreadablePrecondition(reason=str(item["unreadable"]))
+    return None
