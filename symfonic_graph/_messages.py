@@ -141,7 +141,7 @@ def _is_injected(message: object) -> bool:
 
 
 def _failed(message: object) -> bool:
-    return field(message, "status") == "error"
+    return bool(field(message, "status") == "error")
 
 
 @dataclass(frozen=True, slots=True)

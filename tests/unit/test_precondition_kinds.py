@@ -54,9 +54,11 @@ def test_a_failed_check_meets_no_precondition_and_the_error_says_so() -> None:
 
 
 def test_dict_results_marked_failed_do_not_count_either() -> None:
-    history = [{"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "verify_identity", "args": {}}]},
-               {"role": "tool", "tool_call_id": "c1", "content": "boom", "status": "error"},
-               {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "name": "issue_refund", "args": {}}]}]
+    history = [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "verify_identity", "args": {}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "boom", "status": "error"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c2", "name": "issue_refund", "args": {}}]},
+    ]
     assert verdicts(history, [REFUND]) == ["blocked"]
 
 
