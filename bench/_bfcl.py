@@ -26,10 +26,7 @@ from pathlib import Path
 from typing import Any
 
 PACKAGE = "bfcl-eval==2026.3.23"
-INSTALL_HINT = (
-    f"bench.compliance needs the optional bench extra: pip install --no-deps {PACKAGE} mpmath "
-    "(or pip install -e '.[bench]')"
-)
+INSTALL_HINT = f"bench.compliance needs bfcl-eval and mpmath (the bench extra): pip install --no-deps {PACKAGE} mpmath"
 DATASET = "BFCL_v4_multi_turn_base.json"
 # The classes of the multi-turn categories (the package's other backends import heavy dependencies).
 MULTI_TURN_CLASSES = (
