@@ -307,6 +307,9 @@ class Row:
     errors_gated: int = 0
     gt_state_gated: int = 0
     unrecovered: int = 0
+    caught: int = 0  # sequences blocked that the API would have failed
+    needless: int = 0  # sequences blocked that the API would have run without a precondition error
+    missed: int = 0  # sequences the API failed on a precondition and the gate did not block
 
     def add(self, n_calls: int, plain: Run, gated: Run, truth_state: Any) -> None:
         self.sequences += 1
@@ -319,6 +322,14 @@ class Row:
         self.errors_gated += gated.precondition_errors
         self.gt_state_gated += gated.state == truth_state
         self.unrecovered += gated.unrecovered
+        failed, blocked = plain.precondition_errors > 0, bool(gated.blocks)
+        self.caught += failed and blocked
+        self.needless += blocked and not failed
+        self.missed += failed and not blocked
+
+    def breakdown(self) -> str:
+        return (f"{self.name}: {self.caught} caught (blocked; the API would have failed), "
+                f"{self.needless} blocked needlessly, {self.missed} missed (the API failed; no block)")
 
     def cells(self) -> list[str]:
         return [self.name, f"{self.sequences:,}", f"{self.calls:,}",
@@ -372,13 +383,14 @@ async def seed_rules(store: Any, scope: Any) -> list[Any]:
 
 
 def evaluate(tasks: Sequence[Any], rules: RuleSet) -> tuple[list[Row], list[Any], dict[str, int]]:
-    """Run every sequence; return the table rows, the ground-truth traces and run counters."""
+    """Run every sequence; return the table rows, the ground-truth traces and the removed calls per tool."""
     from bench._bfcl import Env as BfclEnv
 
     guards = precondition_tools()
     rows = {k: Row(k) for k in ("ground truth, session state", "ground truth, blind",
                                 "perturbed, session state", "perturbed, blind")}
     traces: list[Any] = []
+    removed: dict[str, int] = {}
     for task in tasks:
         seq = Sequence_(task.id, task.questions,
                         tuple(Step(t, c) for t, turn in enumerate(task.turns) for c in turn))
@@ -387,11 +399,13 @@ def evaluate(tasks: Sequence[Any], rules: RuleSet) -> tuple[list[Row], list[Any]
         session = session_state(BfclEnv(task).instances)
         recovery = default_recovery_args(task)
         for kind, copy in [("ground truth", seq)] + [("perturbed", c) for c in perturbations(seq, guards)]:
+            if copy.removed_call is not None:
+                removed[copy.removed_call.name] = removed.get(copy.removed_call.name, 0) + 1
             plain = truth if copy is seq else run_sequence(copy, BfclEnv(task))
             for label, state in (("session state", session), ("blind", BLIND)):
                 gated = run_sequence(copy, BfclEnv(task), rules=rules, gate_state=state, recovery_args=recovery)
                 rows[f"{kind}, {label}"].add(len(copy.steps), plain, gated, truth.state)
-    return list(rows.values()), traces, {"tasks": len(tasks)}
+    return list(rows.values()), traces, removed
 
 
 def mined_table(traces: Sequence[Any], *, min_support: int, min_confidence: float) -> str:
@@ -434,9 +448,14 @@ async def main_async(args: argparse.Namespace) -> None:
                                                  database_=store.database)
     print(f"{len(skills)} authored skills in tenant {tenant} ({'kept' if args.keep else 'deleted after reading'}); "
           f"{len(tasks)} tasks, {sum(len(t.calls) for t in tasks):,} ground-truth calls", flush=True)
-    rows, traces, _ = evaluate(tasks, rules_of(skills))
+    rows, traces, removed = evaluate(tasks, rules_of(skills))
     print()
     print(table(HEADER, [r.cells() for r in rows]))
+    print()
+    by_count = sorted(removed.items(), key=lambda kv: -kv[1])
+    print("removed per perturbed copy: " + ", ".join(f"{k} {v}" for k, v in by_count))
+    for row in rows:
+        print(row.breakdown())
     print()
     print(mined_table(traces, min_support=args.min_support, min_confidence=args.min_confidence))
     print(f"\nran in {time.perf_counter() - started:.1f} s")

@@ -196,4 +196,5 @@ def test_evaluate_on_a_few_tasks_blocks_no_ground_truth_sequence(bfcl: Any) -> N
     assert (truth.sequences, truth.blocks, truth.errors_no_gate, truth.gt_state_gated) == (3, 0, 0, 3)
     perturbed = by_name["perturbed, session state"]
     assert perturbed.sequences > 0 and perturbed.errors_no_gate > 0 and perturbed.errors_gated == 0
+    assert perturbed.caught == perturbed.seqs_errors_no_gate and perturbed.needless == perturbed.missed == 0
     assert [t.id for t in traces] == [t.id for t in tasks]
