@@ -34,6 +34,13 @@ def register(sub: Any) -> None:
     explain.add_argument("--tool", required=True, help="the tool the model wants to call")
     explain.add_argument("--state", type=Path, default=None, help="a JSON file with the graph state")
     explain.add_argument("--called", default="", help="comma-separated tools already called this run")
+    explain.add_argument("--messages", type=Path, default=None,
+                         help="a JSON file with the conversation so far (a list of messages, or one trace "
+                              "object with a `messages` list), read as the gate reads it; replaces --called")
+    explain.add_argument("--args", dest="call_args", default=None,
+                         help="the call's arguments as a JSON object (for same_args preconditions)")
+    explain.add_argument("--count-failed-calls", action="store_true",
+                         help="count failed earlier results as calls, as a wiring with count_failed_calls=True does")
     explain.set_defaults(handler=lambda a: anyio.run(_explain, a))
 
 
@@ -70,18 +77,52 @@ def render_decision(decision: GateDecision) -> str:
     for dropped in decision.dropped:
         lines.append(f"dropped skill {dropped.label or '<unnamed>'} ({dropped.skill_id}): "
                      f"predicate {dropped.predicate!r} does not hold ({dropped.reason})")
+    for check in decision.shadowed:
+        lines.append(f"shadow skill {check.label or '<unnamed>'} ({check.skill_id}) would have blocked: "
+                     f"missing {', '.join(check.missing)} (reported, not enforced)")
     content = decision.content()
     if content:
         lines.append(f"error returned to the model: {content}")
     return "\n".join(lines)
 
 
+def _load_messages(path: Path | None) -> list[Any] | None:
+    if path is None:
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError) as exc:
+        raise ValidationError(f"--messages {path}", f"not a readable JSON file: {exc}") from None
+    if isinstance(data, dict):
+        data = data.get("messages")
+    if not isinstance(data, list):
+        raise ValidationError(f"--messages {path}", "must hold a list of messages or an object with a `messages` list")
+    return data
+
+
+def _load_args(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise ValidationError("--args", f"not a JSON object: {exc}") from None
+    if not isinstance(data, dict):
+        raise ValidationError("--args", "must be a JSON object, e.g. '{\"order_id\": \"1003\"}'")
+    return data
+
+
 async def _explain(args: argparse.Namespace) -> int:
+    # Without --state, the predicates see an empty state, as a turn without that state would.
     state = _load_state(args.state)
+    state = {} if state is None else state
     called = [c.strip() for c in args.called.split(",") if c.strip()]
+    messages = _load_messages(args.messages)
+    call_args = _load_args(args.call_args)
     async with open_store() as store:
         skills = await ProceduralLayer(store).query_skills(scope_of(args), action_tool=args.tool)
-    decision = explain_tool_call(skills, args.tool, state=state, called=called)
+    decision = explain_tool_call(skills, args.tool, state=state, called=called, messages=messages, args=call_args,
+                                 count_failed_calls=args.count_failed_calls)
     data = {
         "tool": decision.tool_name,
         "verdict": decision.verdict,
@@ -90,6 +131,8 @@ async def _explain(args: argparse.Namespace) -> int:
                      "missing": list(c.missing)} for c in decision.matched],
         "dropped": [{"label": d.label, "skill_id": d.skill_id, "predicate": d.predicate, "reason": d.reason}
                     for d in decision.dropped],
+        "shadowed": [{"label": c.label, "skill_id": c.skill_id, "missing": list(c.missing)}
+                     for c in decision.shadowed],
         "content": decision.content(),
     }
     emit(args, data, render_decision(decision))

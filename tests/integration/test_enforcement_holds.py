@@ -166,3 +166,32 @@ def _openai_round_trip(messages: list[BaseMessage]) -> list[Any]:
     return list(convert_to_messages(wire))
 
 
+
+
+async def test_explain_tells_the_runtimes_truth(
+    store: GraphMemoryStore, scope: MemoryScope, neo4j_settings: Any, tmp_path: Any
+) -> None:
+    import json
+
+    from tests.integration.test_cli import _cli
+
+    await seed(store, scope, "verify_identity",
+               {"state": {"path": "channel", "op": "eq", "value": "web"}})
+    # Without --state the predicate sees an empty state, as the turn would: the rule is dropped, and why is named.
+    out = _cli(neo4j_settings, "explain", "--tenant", scope.tenant_id, "--tool", "issue_refund", "--json")
+    data = json.loads(out.stdout)
+    assert data["verdict"] == "allowed" and "path 'channel' is missing" in data["dropped"][0]["reason"]
+    # --messages: the conversation so far, read as the gate reads it (a failed check does not count).
+    conversation = tmp_path / "conversation.json"
+    conversation.write_text(json.dumps({"id": "t1", "messages": [
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "type": "function", "function": {
+            "name": "verify_identity", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "not found", "status": "error"}]}))
+    state = tmp_path / "state.json"
+    state.write_text(json.dumps({"channel": "web"}))
+    args = ["explain", "--tenant", scope.tenant_id, "--tool", "issue_refund", "--state", str(state),
+            "--messages", str(conversation), "--json"]
+    data = json.loads(_cli(neo4j_settings, *args).stdout)
+    assert data["verdict"] == "blocked" and "failed" in data["content"]
+    data = json.loads(_cli(neo4j_settings, *args, "--count-failed-calls").stdout)
+    assert data["verdict"] == "allowed"
