@@ -65,3 +65,14 @@ def test_the_hook_marks_exactly_the_tests_whose_fixtures_reach_the_server() -> N
     pytest_collection_modifyitems(config, items)  # type: ignore[arg-type]
     assert (through_store.markers, direct.markers, pure.markers) == (["neo4j"], ["neo4j"], [])
     assert config.stash[COLLECTED] == items
+
+
+SLOW = ("tests/reliability/test_restart.py::test_stop_and_restart_under_load",
+        "tests/reliability/test_isolation_model.py::test_isolation_state_machine")
+
+
+def test_slow_tests_are_marked_and_run_by_default(request: pytest.FixtureRequest) -> None:
+    assert not any(arg.startswith("-m") for arg in request.config.getini("addopts")), "./dev test runs every test"
+    collected = {item.nodeid: item for item in request.config.stash[COLLECTED]}
+    for nodeid in SLOW:  # checked whenever this run collected the test (the whole suite does)
+        assert nodeid not in collected or collected[nodeid].get_closest_marker("slow") is not None, nodeid
