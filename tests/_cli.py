@@ -7,8 +7,8 @@ process as it found it (environment, working folder, the ``neo4j`` logger
 level ``main`` lowers). ``run_installed`` runs the real console script, for the
 few tests that check the entry point itself.
 
-Call ``run_cli`` from a sync test: the commands run their own event loop. From
-an async test, use ``await anyio.to_thread.run_sync(lambda: run_cli(...))``.
+The commands run their own event loop (``anyio.run``); called from an async
+test, ``run_cli`` runs the command in a worker thread and waits for it.
 
 Example:
     >>> result = run_cli("skills", "list", "--tenant", "t", env=neo4j_env(settings))  # doctest: +SKIP
@@ -17,13 +17,15 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 import io
 import logging
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +67,26 @@ def run_cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: Path |
         try:
             with redirect_stdout(out), redirect_stderr(err):
                 try:
-                    code = main(list(args))
+                    code = _in_own_thread(main, list(args)) if _loop_running() else main(list(args))
                 except SystemExit as exc:  # argparse on bad usage or --help, as the real process exits
                     code = _exit_code(exc, err)
         finally:
             neo4j_logger.setLevel(level)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _in_own_thread(command: Callable[[list[str]], int], argv: list[str]) -> int:
+    """Run ``command`` where no event loop runs yet (it starts its own); its ``SystemExit`` comes back here."""
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(command, argv).result()
 
 
 def _exit_code(exc: SystemExit, err: io.StringIO) -> int:
