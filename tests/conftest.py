@@ -38,11 +38,23 @@ class Neo4jSettings:
     database: str | None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark every test that needs a server ``neo4j`` (``item.fixturenames`` is the transitive closure)."""
+SERVER_FIXTURE = "neo4j_settings"
+COLLECTED = pytest.StashKey[list[pytest.Item]]()
+"""Every test this run collected, before ``-m`` deselected any (``tests/unit/test_markers_applied.py``)."""
+
+
+def needs_server(item: pytest.Item) -> bool:
+    """Whether a test reaches the server fixture (``item.fixturenames`` is the transitive closure)."""
+    return SERVER_FIXTURE in getattr(item, "fixturenames", ())
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects by the marker
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark every test that needs a server ``neo4j``."""
     for item in items:
-        if "neo4j_settings" in getattr(item, "fixturenames", ()):
+        if needs_server(item):
             item.add_marker(pytest.mark.neo4j)
+    config.stash[COLLECTED] = list(items)
 
 
 def _docker_answers() -> bool:

@@ -1,26 +1,23 @@
-"""The CLI end to end: a subprocess against the real Neo4j, output and exit codes."""
+"""The CLI end to end against the real Neo4j: output and exit codes.
+
+The commands run in-process (``tests/_cli.py``); two tests run the installed
+console script in a new process, so the real entry point stays covered.
+"""
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import uuid
 from pathlib import Path
 
 import pytest
 
+from tests._cli import CliResult, neo4j_env, run_cli, run_installed
 from tests.conftest import Neo4jSettings
 
 
-def _cli(settings: Neo4jSettings, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "NEO4J_URI": settings.uri, "NEO4J_USER": settings.user,
-           "NEO4J_PASSWORD": settings.password}
-    if settings.database:
-        env["NEO4J_DATABASE"] = settings.database
-    return subprocess.run([sys.executable, "-m", "symfonic_graph.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=cwd, timeout=180, check=False)
+def _cli(settings: Neo4jSettings, *args: str, cwd: Path | None = None) -> CliResult:
+    return run_cli(*args, env=neo4j_env(settings), cwd=cwd)
 
 
 @pytest.fixture
@@ -74,7 +71,8 @@ def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSetti
 
 
 def test_doctor_strict_passes_on_clean_tenant(cli_settings: Neo4jSettings) -> None:
-    proc = _cli(cli_settings, "doctor", "--tenant", f"clean-{uuid.uuid4().hex}", "--strict")
+    """The installed entry point, in a new process, against the server."""
+    proc = run_installed("doctor", "--tenant", f"clean-{uuid.uuid4().hex}", "--strict", env=neo4j_env(cli_settings))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "no problems found" in proc.stdout
 
@@ -133,9 +131,10 @@ def test_cypher_run_reports_failing_statement(cli_settings: Neo4jSettings, tmp_p
     assert "Neo.ClientError.Statement.SyntaxError" in line
 
 
-def test_unreachable_neo4j_exits_2_with_one_line(tmp_path: Path) -> None:
+def test_unreachable_neo4j_exits_2_with_one_line() -> None:
+    """The installed entry point, in a new process: one line on stderr, no driver log lines, no traceback."""
     env_settings = Neo4jSettings("bolt://127.0.0.1:1", "neo4j", "x", None)
-    proc = _cli(env_settings, "skills", "list", "--tenant", "t")
+    proc = run_installed("skills", "list", "--tenant", "t", env=neo4j_env(env_settings))
     assert proc.returncode == 2
     assert proc.stderr == (
         "error: cannot connect to bolt://127.0.0.1:1: connection refused; is Neo4j running? "

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -25,6 +24,7 @@ from symfonic_graph.doctor import diagnose
 from symfonic_graph.seedfile import split_cypher_script
 from symfonic_graph.server import LocalNeo4j, default_home
 from symfonic_graph.store import skill_key, trigger_key
+from tests._cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -36,8 +36,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_server_status_works_from_any_folder_of_the_checkout(subfolder: str) -> None:
     home = default_home(ROOT)  # $SYMFONIC_GRAPH_HOME (./dev test sets it), else the checkout's .symfonic-graph
     state = LocalNeo4j(home=home).state()
-    proc = subprocess.run([sys.executable, "-m", "symfonic_graph.cli", "server", "status"], cwd=ROOT / subfolder,
-                          env=dict(os.environ), capture_output=True, text=True, timeout=60, check=False)
+    proc = run_cli("server", "status", cwd=ROOT / subfolder)
     assert f" in {home}" in proc.stdout, proc.stdout + proc.stderr
     if state is None:
         assert proc.returncode == 1 and proc.stdout.startswith("not running"), proc.stdout

@@ -21,6 +21,7 @@ READS_AFTER = 10  # per reader, after it returned
 MIN_READER_ITERATIONS = 1_000
 
 
+@pytest.mark.slow
 async def test_publish_under_readers_is_all_or_nothing(store: GraphMemoryStore, tenant: str) -> None:
     """Each round stages N skills and M triggers tenant-wide, then publishes them while
     three readers loop (two over skills from two namespaces, one over pending triggers).

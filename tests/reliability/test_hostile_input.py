@@ -270,6 +270,7 @@ class HostileProbe:
         await self.attempt("retract", "reason", value, run)
 
 
+@pytest.mark.slow
 async def test_hostile_values_are_rejected_or_stored_exactly(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str
 ) -> None:

@@ -865,6 +865,7 @@ class IsolationMachine(RuleBasedStateMachine):
         FIGURES["isolation.steps"] += 1
 
 
+@pytest.mark.slow
 def test_isolation_state_machine(neo4j_settings: Any, _schema: None) -> None:
     run_seed = int(os.environ.get("SYMFONIC_RELIABILITY_SEED") or random.randrange(2**32))
     for name in COUNTERS:

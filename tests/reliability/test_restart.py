@@ -201,6 +201,7 @@ async def _two_processes_apply_the_schema(uri: str, user: str, password: str) ->
     assert [p.returncode for p in procs] == [0, 0], outputs
 
 
+@pytest.mark.slow
 async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
     server = LocalNeo4j(home=tmp_path / "neo4j-home")
     port = _free_port()

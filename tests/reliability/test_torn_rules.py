@@ -30,6 +30,7 @@ def _specs(preconditions: tuple[str, ...]) -> list[SkillSpec]:
                       precondition=list(preconditions), identifier=f"skill-{i}") for i in range(SKILLS)]
 
 
+@pytest.mark.slow
 async def test_turns_racing_reseeds_never_receive_a_torn_skill(store: GraphMemoryStore, scope: MemoryScope) -> None:
     layer = ProceduralLayer(store)
     await layer.seed_skills(scope, _specs(BEFORE))

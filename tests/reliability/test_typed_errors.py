@@ -1,8 +1,8 @@
 """Typed errors only (SPEC §10): bad credentials, a refused connection and a query error.
 
 Each case goes through a public call (which must raise the typed error, with
-the driver's exception as its cause) and through the CLI (one line on stderr,
-exit 2, no traceback). Against the real Neo4j; a refused connection uses
+the driver's exception as its cause) and through the CLI, in-process (one line
+on stderr, exit 2, no traceback). Against the real Neo4j; a refused connection uses
 ``bolt://127.0.0.1:1``, where nothing listens.
 
 Wrong credentials use a fresh user name each time: Neo4j locks a user out for
@@ -12,9 +12,6 @@ user other tests (and other engineers) log in with.
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -36,6 +33,7 @@ from symfonic_graph.errors import (
     SymfonicGraphError,
     ValidationError,
 )
+from tests._cli import CliResult, neo4j_env, run_cli
 from tests.conftest import Neo4jSettings
 from tests.reliability._stats import FIGURES
 
@@ -50,20 +48,14 @@ def _stranger() -> str:
     return f"nobody-{uuid.uuid4().hex[:12]}"
 
 
-def _cli(
-    uri: str, user: str, password: str, *args: str, database: str | None = None
-) -> tuple[subprocess.CompletedProcess[str], float]:
-    env = {key: value for key, value in os.environ.items() if not key.startswith("NEO4J_")}
-    env.update({"NEO4J_URI": uri, "NEO4J_USER": user, "NEO4J_PASSWORD": password})
-    if database:
-        env["NEO4J_DATABASE"] = database
+def _cli(uri: str, user: str, password: str, *args: str, database: str | None = None) -> tuple[CliResult, float]:
+    """The command in-process (``tests/_cli.py``), pointed at ``uri``; also how long it took."""
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "symfonic_graph.cli", *args], capture_output=True, text=True,
-                          env=env, timeout=120, check=False)
-    return proc, time.monotonic() - started
+    result = run_cli(*args, env=neo4j_env(Neo4jSettings(uri, user, password, database)))
+    return result, time.monotonic() - started
 
 
-def _assert_one_line_exit_2(proc: subprocess.CompletedProcess[str], *fragments: str) -> str:
+def _assert_one_line_exit_2(proc: CliResult, *fragments: str) -> str:
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     lines = proc.stderr.splitlines()
     assert len(lines) == 1, f"expected one line, got {len(lines)}:\n{proc.stderr}"
@@ -162,7 +154,7 @@ def test_cli_refused_connection_one_line_exit_2_fast() -> None:
     proc, elapsed = _cli(REFUSED, "neo4j", "unused", "skills", "list", "--tenant", "t")
     _assert_one_line_exit_2(proc, f"cannot connect to {REFUSED}: connection refused; is Neo4j running?")
     assert "retried" not in proc.stderr, "no driver retry lines"
-    assert elapsed < QUERY_TIMEOUT / 2, f"{elapsed:.2f}s, interpreter start-up included"
+    assert elapsed < QUERY_TIMEOUT / 2, f"{elapsed:.2f}s"
     FIGURES["typed_errors.cli_refused_ms"] = int(elapsed * 1000)
 
 

@@ -1,32 +1,78 @@
-"""The ``neo4j`` marker is applied, so ``pytest -m "not neo4j"`` is the fast suite."""
+"""The ``neo4j`` marker is applied, so ``pytest -m "not neo4j"`` is the fast suite.
+
+Checked in this process, over what this run collected (``tests/conftest.py``
+keeps the whole collection, before ``-m`` deselects any), and on the marking
+hook alone with stand-in tests.
+"""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
+from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from tests.conftest import COLLECTED, SERVER_FIXTURE, needs_server, pytest_collection_modifyitems
 
 ROOT = Path(__file__).resolve().parents[2]
 
-
-def _collected(marker: str) -> set[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("NEO4J_")}
-    out = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--collect-only", "-q", "-m", marker],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120, check=True,
-    ).stdout
-    return {line for line in out.splitlines() if "::" in line}
+# Tests that take a server through a fixture (store, driver, ...) or start one themselves.
+NEED_A_SERVER = ("tests/integration/test_isolation.py", "tests/integration/test_turn_memory.py",
+                 "tests/integration/test_langgraph_e2e.py", "tests/reliability/test_restart.py",
+                 "tests/reliability/test_isolation_model.py")
+PURE = ("tests/unit/test_gate.py", "tests/unit/test_ruleset.py", "tests/unit/test_markers_applied.py")
 
 
-def test_the_fast_suite_holds_no_test_that_needs_a_server() -> None:
-    fast, slow = _collected("not neo4j"), _collected("neo4j")
-    assert fast and slow and not fast & slow
-    files = {test.split("::")[0] for test in fast}
-    # Tests that take a server through a fixture (store, driver, ...) or start one themselves.
-    for needs_server in ("tests/integration/test_isolation.py", "tests/integration/test_turn_memory.py",
-                         "tests/reliability/test_restart.py", "tests/reliability/test_isolation_model.py"):
-        assert needs_server not in files
-    # Pure tests stay in the fast suite.
-    assert "tests/unit/test_gate.py" in files and "tests/unit/test_ruleset.py" in files
-    assert any(test.startswith("tests/integration/test_langgraph_e2e.py") for test in slow)
+def _marked(item: pytest.Item) -> bool:
+    return item.get_closest_marker("neo4j") is not None
+
+
+def test_every_collected_test_that_reaches_the_server_is_marked(request: pytest.FixtureRequest) -> None:
+    collected = request.config.stash[COLLECTED]
+    assert request.node in collected
+    unmarked = [item.nodeid for item in collected if needs_server(item) and not _marked(item)]
+    assert unmarked == [], "these reach neo4j_settings but `-m 'not neo4j'` would run them"
+    assert not any(needs_server(item) for item in request.session.items if not _marked(item))
+
+    marked_by_file: dict[str, set[bool]] = defaultdict(set)
+    for item in collected:
+        marked_by_file[item.nodeid.split("::")[0]].add(_marked(item))
+    for path in NEED_A_SERVER:  # checked whenever this run collected the file (the whole suite does)
+        assert marked_by_file.get(path, {True}) == {True}, path
+    for path in PURE:
+        assert marked_by_file.get(path, {False}) == {False}, path
+    for path in (*NEED_A_SERVER, *PURE):
+        assert (ROOT / path).is_file(), f"{path} moved: update this list"
+
+
+class _StandIn(SimpleNamespace):
+    """Enough of a ``pytest.Item`` for the marking hook."""
+
+    def __init__(self, *fixturenames: str) -> None:
+        super().__init__(fixturenames=fixturenames, markers=[])
+
+    def add_marker(self, marker: Any) -> None:
+        self.markers.append(marker.name)
+
+
+def test_the_hook_marks_exactly_the_tests_whose_fixtures_reach_the_server() -> None:
+    through_store = _StandIn("store", "driver", SERVER_FIXTURE, "_schema", "anyio_backend")
+    direct, pure, not_a_function = _StandIn(SERVER_FIXTURE), _StandIn("tmp_path", "tenant"), SimpleNamespace()
+    config = SimpleNamespace(stash={})
+    items: list[Any] = [through_store, direct, pure, not_a_function]
+    pytest_collection_modifyitems(config, items)  # type: ignore[arg-type]
+    assert (through_store.markers, direct.markers, pure.markers) == (["neo4j"], ["neo4j"], [])
+    assert config.stash[COLLECTED] == items
+
+
+SLOW = ("tests/reliability/test_restart.py::test_stop_and_restart_under_load",
+        "tests/reliability/test_isolation_model.py::test_isolation_state_machine")
+
+
+def test_slow_tests_are_marked_and_run_by_default(request: pytest.FixtureRequest) -> None:
+    assert not any(arg.startswith("-m") for arg in request.config.getini("addopts")), "./dev test runs every test"
+    collected = {item.nodeid: item for item in request.config.stash[COLLECTED]}
+    for nodeid in SLOW:  # checked whenever this run collected the test (the whole suite does)
+        assert nodeid not in collected or collected[nodeid].get_closest_marker("slow") is not None, nodeid

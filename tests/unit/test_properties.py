@@ -81,7 +81,7 @@ def reference_eval(pred: Any, state: Any) -> bool:
 
 
 @given(predicates, states)
-@settings(max_examples=400)
+@settings(max_examples=200)
 def test_predicate_evaluation_never_raises_and_matches_the_reference(pred: Any, state: Any) -> None:
     assert evaluate_predicate(pred, state) is reference_eval(pred, state)
 

@@ -37,7 +37,7 @@ def _content(block: Any) -> str | None:
     return None if block is None else block.content
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(skills, st.one_of(st.none(), states), st.booleans())
 def test_the_cached_block_is_byte_identical_to_building_it(skills: list[Any], state: Any, negative: bool) -> None:
     rules = RuleSet(skills)
@@ -46,7 +46,7 @@ def test_the_cached_block_is_byte_identical_to_building_it(skills: list[Any], st
     assert preflight_block(rules, state, include_negative=negative) == expected  # the cached answer too
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 @given(skills, states, st.sampled_from(TOOLS), st.sets(st.sampled_from(["p0", "p1", "p2", "p3"])))
 def test_compiled_decisions_match_the_pure_rules(skills: list[Any], state: Any, tool: str, called: set[str]) -> None:
     decision = explain_tool_call(RuleSet(skills), tool, state=state, called=called)
