@@ -45,7 +45,7 @@ def _printable(text: str) -> str:
 async def _doctor(args: argparse.Namespace) -> int:
     async with open_store() as store:
         findings = await diagnose(store, args.tenant, max_triggers=args.max_triggers)
-    text = "\n".join(_printable(f"[{f.check}] {f.label} {f.node}: {f.problem}") for f in findings)
+    text = "\n".join(_printable(f"[{f.check}] {f.label} {f.node} in {f.where()}: {f.problem}") for f in findings)
     emit(args, [asdict(f) for f in findings], text or "no problems found")
     return 1 if findings and args.strict else 0
 

@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
-from symfonic_graph.cli._connect import open_store, run_statement
+from symfonic_graph.cli._connect import open_store, run_script, run_statement
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
 from symfonic_graph.models import Skill
@@ -36,8 +36,14 @@ def register(sub: Any) -> None:
 
     cypher = sub.add_parser("cypher", help="run plain Cypher scripts")
     cypher_actions = cypher.add_subparsers(dest="action", required=True, metavar="ACTION")
-    run = cypher_actions.add_parser("run", help="run a .cypher script statement by statement")
+    run = cypher_actions.add_parser(
+        "run", help="run a .cypher script in one transaction (all or nothing)",
+        description="Statements end with `;` at the end of a line. The whole file runs in one transaction: "
+                    "a failure leaves nothing of it and names the statement.")
     run.add_argument("file", type=Path)
+    run.add_argument("--per-statement", action="store_true",
+                     help="commit each statement on its own (e.g. schema changes, or CALL ... IN TRANSACTIONS); "
+                          "a failure stops the script with the earlier statements committed")
     run.set_defaults(handler=lambda a: anyio.run(_cypher_run, a))
 
     skills = sub.add_parser("skills", help="inspect skills")
@@ -106,19 +112,30 @@ async def _cypher_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ValidationError(str(args.file), f"cannot read: {exc.strerror}") from None
     statements = split_cypher_script(text)
+    named = [(f"{args.file}:{s.line}: statement {n} of {len(statements)}", s.text)
+             for n, s in enumerate(statements, start=1)]
     async with open_store() as store:
-        for n, statement in enumerate(statements, start=1):
-            records, counters = await run_statement(
-                store, statement.text, f"{args.file}:{statement.line}: statement {n} of {len(statements)}",
-                hint=f"Ran {n - 1} statement(s) before it; later ones were not run.")
-            print(f"{args.file}:{statement.line}: ok ({counters.nodes_created} nodes created, "
-                  f"{counters.properties_set} properties set, {len(records)} rows)")
-            for record in records[:_ROWS_SHOWN]:
-                print("  " + json.dumps(record, default=str, ensure_ascii=False))
-            if len(records) > _ROWS_SHOWN:
-                print(f"  ... {len(records) - _ROWS_SHOWN} more row(s)")
-    print(f"ran {len(statements)} statement(s)")
+        if args.per_statement:
+            for n, (where, statement) in enumerate(named, start=1):
+                records, counters = await run_statement(
+                    store, statement, where, hint=f"Ran {n - 1} statement(s) before it; later ones were not run.")
+                _print_statement(args.file, statements[n - 1].line, records, counters.nodes_created,
+                                 counters.properties_set)
+        else:
+            results = await run_script(store, str(args.file), named)
+            for s, (records, counts) in zip(statements, results, strict=True):
+                _print_statement(args.file, s.line, records, counts["nodes_created"], counts["properties_set"])
+    how = "one statement at a time" if args.per_statement else "in one transaction"
+    print(f"ran {len(statements)} statement(s) {how}")
     return 0
+
+
+def _print_statement(path: Path, line: int, records: list[dict[str, Any]], created: int, props: int) -> None:
+    print(f"{path}:{line}: ok ({created} nodes created, {props} properties set, {len(records)} rows)")
+    for record in records[:_ROWS_SHOWN]:
+        print("  " + json.dumps(record, default=str, ensure_ascii=False))
+    if len(records) > _ROWS_SHOWN:
+        print(f"  ... {len(records) - _ROWS_SHOWN} more row(s)")
 
 
 def skill_json(skill: Skill) -> dict[str, Any]:
