@@ -55,6 +55,8 @@ MAX_KEY_PART = 256
 MAX_COUNT = 2**62
 # The largest age `prune` takes: beyond it a Cypher duration would overflow.
 MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
+# Nodes `erase` deletes per transaction.
+ERASE_BATCH = 1000
 
 _MIGRATION_FILE = re.compile(r"^(\d+)_([a-z0-9_]+)\.cypher$")
 # Errors a concurrent `CREATE ... IF NOT EXISTS` may raise while another
@@ -389,6 +391,48 @@ class GraphMemoryStore:
             [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})], _check=_one_target(scope, node_id)
         )
         return str(results[0][0]["id"])
+
+    async def erase(self, scope: MemoryScope, *, batch_size: int = ERASE_BATCH) -> dict[str, int]:
+        """Delete every node of ``scope`` for good, in batches; return how many per label.
+
+        ``MemoryScope(tenant, namespace)`` erases exactly that namespace (one
+        end user's memory): its skills with their preconditions, triggers,
+        facts and trigger-selection audit nodes; tenant-wide nodes and other
+        namespaces are never touched. ``MemoryScope(tenant)`` erases the whole
+        tenant (offboarding): every namespace, the tenant-wide nodes, and its
+        catalog node last. Each batch of at most ``batch_size`` nodes is its own
+        transaction, so a tenant of any size never needs one large
+        transaction; an interrupted erase is finished by running it again.
+
+        Example:
+            >>> await store.erase(MemoryScope("acme", "user-7"))
+            {'Skill': 2, 'Precondition': 3, 'Trigger': 1, 'Fact': 0, 'SymfonicTriggerSelection': 0}
+        """
+        size = positive_count("batch_size", batch_size, most=100_000)
+        whole = scope.namespace is None
+        params = {**scope.params(), "whole_tenant": whole, "limit": size}
+        counts = {"Skill": 0, "Precondition": 0, "Trigger": 0, "Fact": 0, "SymfonicTriggerSelection": 0}
+        while True:
+            [rows] = await self.write([("erase_skills_batch", params)])
+            skills = int(rows[0]["skills"]) if rows else 0
+            if skills == 0:
+                break
+            counts["Skill"] += skills
+            counts["Precondition"] += int(rows[0]["preconditions"] or 0)
+        while True:
+            [rows] = await self.write([("erase_nodes_batch", params)])
+            if not rows:
+                break
+            for row in rows:
+                counts[str(row["label"])] += int(row["nodes"])
+        tenant = {"tenant_id": scope.tenant_id}
+        if whole:
+            rows = (await self.write([("catalog_lock", tenant), ("erase_catalog", tenant)]))[1]
+            counts["SymfonicCatalog"] = int(rows[0]["catalogs"]) if rows else 0
+        elif counts["Skill"]:
+            await self.write([("catalog_bump", tenant)])  # cached catalogs of the tenant are read again
+        log.info("erased %s: %s", describe_scope(scope) if not whole else f"tenant {scope.tenant_id} (whole)", counts)
+        return counts
 
     async def prune(self, scope: MemoryScope, *, older_than_seconds: float) -> int:
         """Hard-delete this scope's own nodes (exactly its namespace) retracted more than ``older_than_seconds`` ago."""

@@ -12,6 +12,7 @@ import anyio
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
+from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.doctor import diagnose
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import GateDecision, explain_tool_call
@@ -44,6 +45,7 @@ def _printable(text: str) -> str:
 
 async def _doctor(args: argparse.Namespace) -> int:
     async with open_store() as store:
+        await notice_if_empty(store, args.tenant)
         findings = await diagnose(store, args.tenant, max_triggers=args.max_triggers)
     text = "\n".join(_printable(f"[{f.check}] {f.label} {f.node} in {f.where()}: {f.problem}") for f in findings)
     emit(args, [asdict(f) for f in findings], text or "no problems found")
@@ -80,6 +82,7 @@ async def _explain(args: argparse.Namespace) -> int:
     state = _load_state(args.state)
     called = [c.strip() for c in args.called.split(",") if c.strip()]
     async with open_store() as store:
+        await notice_if_empty(store, args.tenant)
         skills = await ProceduralLayer(store).query_skills(scope_of(args), action_tool=args.tool)
     decision = explain_tool_call(skills, args.tool, state=state, called=called)
     data = {
