@@ -29,6 +29,7 @@ from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
 from symfonic_graph.errors import (
     AuthenticationError,
     AuthorityError,
+    DatabaseNotFoundError,
     NotFoundError,
     QueryError,
     SchemaError,
@@ -218,6 +219,8 @@ class GraphMemoryStore:
             code, message = exc.code, exc.message or str(exc)
             if code.startswith("Neo.ClientError.Transaction.TransactionTimedOut"):
                 raise timed_out() from exc
+            if code == "Neo.ClientError.Database.DatabaseNotFound":
+                raise DatabaseNotFoundError(self.database, target(), message) from exc
             if isinstance(exc, AuthError) or (
                 code.startswith("Neo.ClientError.Security.") and code != "Neo.ClientError.Security.Forbidden"
             ):

@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Procedural and prospective memory for multi-tenant agents, in Neo4j.",
         epilog="Exit codes: 0 ok, 1 a problem was found (doctor --strict), 2 an error (one line on stderr).",
     )
+    parser.add_argument("--version", action="version", version=f"symfonic-graph {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _server.register(sub)
     _store_commands.register(sub)
@@ -36,6 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
     _inspect.register(sub)
     _tenants.register(sub)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("symfonic-graph")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import random
+import subprocess
+import sys
 from pathlib import Path
 
 import neo4j
@@ -305,3 +307,31 @@ async def test_seed_prints_created_updated_unchanged_and_plan_writes_nothing(
     assert sorted(s.label for s in await ProceduralLayer(store).query_skills(MemoryScope(tenant))) == ["A", "B"]
     second = _cli(neo4j_settings, "seed", str(path))
     assert "skills: 0 created, 1 updated, 1 unchanged; triggers: 0 created, 0 updated, 1 unchanged" in second.stdout
+
+
+# -- smaller ones ----------------------------------------------------------------------------------------------
+
+
+async def test_smoke_leaves_nothing_behind(neo4j_settings: Neo4jSettings, store: GraphMemoryStore) -> None:
+    proc = _cli(neo4j_settings, "smoke")
+    assert proc.returncode == 0, proc.stderr
+    smoke_tenant = proc.stdout.split(" in tenant ")[1].split(":")[0]
+    [row] = await store.read("tenant_holds", tenant_id=smoke_tenant)
+    assert row["holds"] is False
+
+
+def test_an_unknown_database_is_one_typed_line_naming_it(neo4j_settings: Neo4jSettings) -> None:
+    settings = Neo4jSettings(neo4j_settings.uri, neo4j_settings.user, neo4j_settings.password, "no-such-db")
+    proc = _cli(settings, "skills", "list", "--tenant", "acme")
+    assert proc.returncode == 2
+    [line] = proc.stderr.splitlines()
+    assert line.startswith("error: database 'no-such-db' does not exist on bolt://"), line
+    assert "NEO4J_DATABASE" in line
+
+
+def test_version_flag() -> None:
+    from importlib.metadata import version
+
+    proc = subprocess.run([sys.executable, "-m", "symfonic_graph.cli", "--version"], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0 and proc.stdout.strip() == f"symfonic-graph {version('symfonic-graph')}"
