@@ -14,6 +14,7 @@ import pytest
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, SemanticLayer
 from symfonic_graph._cypher import cypher_root
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.store import _migrations
 from tests.conftest import Neo4jSettings
 from tests.integration.test_cli import _cli
 
@@ -31,12 +32,13 @@ async def _constraints(driver: neo4j.AsyncDriver) -> set[str]:
 async def test_migration_0006_turns_global_ids_into_per_tenant_ids_on_data_of_the_previous_schema(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
 ) -> None:
-    # The database as the previous release left it: global id constraints, migration 6 not recorded.
-    for label, new, old in _ID_CONSTRAINTS:
-        await driver.execute_query(f"DROP CONSTRAINT {new} IF EXISTS")
-        await driver.execute_query(f"CREATE CONSTRAINT {old} IF NOT EXISTS FOR (n:{label}) REQUIRE n.id IS UNIQUE")
-    await driver.execute_query("MATCH (m:SymfonicMigration {version: 6}) DELETE m")
     try:
+        # The database as the previous release left it: global id constraints, migration 6 not recorded.
+        for label, new, old in _ID_CONSTRAINTS:
+            await driver.execute_query(f"DROP CONSTRAINT {new} IF EXISTS")
+            await driver.execute_query(
+                f"CREATE CONSTRAINT {old} IF NOT EXISTS FOR (n:{label}) REQUIRE n.id IS UNIQUE")
+        await driver.execute_query("MATCH (m:SymfonicMigration {version: 6}) DELETE m")
         scope = MemoryScope(tenant)
         skill = await ProceduralLayer(store).seed_authored_skill(
             scope, label="Deliver", identifier="deliver", steps=["deliver"], source_tag="authored:ops",
@@ -63,6 +65,8 @@ async def test_migration_0006_turns_global_ids_into_per_tenant_ids_on_data_of_th
     finally:
         await driver.execute_query("MATCH (n:Skill {tenant_id: $t}) DETACH DELETE n", {"t": f"{tenant}-other"})
         await store.apply_schema()
+        for q in next(qs for v, _, qs in _migrations() if v == 6):  # whatever failed above, 0006 holds again
+            await store._schema_statement(q)
 
 
 def _tenant_literals(text: str, renames: dict[str, str]) -> str:
