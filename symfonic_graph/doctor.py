@@ -4,7 +4,8 @@ Skills are checked with the one read model (``models.read_skill``) over the
 one projection a turn reads, so doctor reports exactly what a turn skips or
 ignores, with the field path of each problem (``precondition[1].tool``).
 Triggers, catalogs, identifier keys, cross-tenant ``REQUIRES`` edges, scopes
-over the trigger cap and missing indexes are checked too.
+over the trigger cap, ids shared by several tenants (a copied seed script) and
+missing indexes are checked too. Every finding names its tenant and namespace.
 
 Doctor never crashes on the data it is meant to report: every Cypher
 expression of ``doctor.cypher`` survives any property type, and each finding
@@ -32,11 +33,11 @@ EXPECTED_INDEXES = (
     "symfonic_memory_text_v2",
     # The indexes behind the uniqueness constraints: ids, and the identifier
     # keys that make re-seeds replace and keep writes from taking over nodes.
-    "skill_id",
+    "skill_id_per_tenant",
     "skill_symfonic_key",
-    "trigger_id",
+    "trigger_id_per_tenant",
     "trigger_symfonic_key",
-    "fact_id",
+    "fact_id_per_tenant",
     "symfonic_catalog_tenant",
 )
 # Checks answered by one query each, a row per node (or edge) with its problems.
@@ -52,16 +53,37 @@ _PAGE = 1000
 
 @dataclass(frozen=True)
 class Finding:
-    """One problem: which check found it, on which node, and what is wrong."""
+    """One problem: which check found it, on which node, in which scope, and what is wrong.
+
+    ``tenant_id`` is None for a node of no usable tenant and for database-wide
+    findings (indexes); ``namespace`` None means tenant-wide.
+    """
 
     check: str
     label: str
     node: str
     problem: str
+    tenant_id: str | None = None
+    namespace: str | None = None
+
+    def where(self) -> str:
+        """The finding's scope, as the CLI prints it.
+
+        Example:
+            >>> Finding("keys", "Skill", "s1", "...", "acme", "user-7").where()
+            'tenant acme, namespace user-7'
+            >>> Finding("indexes", "Index", "skill_tenant", "missing").where()
+            'database'
+        """
+        if self.tenant_id is None:
+            return "database" if self.label == "Index" else "no tenant"
+        if self.namespace is None:
+            return f"tenant {self.tenant_id} (tenant-wide)"
+        return f"tenant {self.tenant_id}, namespace {self.namespace}"
 
 
-def skill_findings(reading: SkillReading) -> Iterator[Finding]:
-    """What is wrong with one skill as a turn reads it.
+def skill_findings(reading: SkillReading, scope: tuple[str | None, str | None] = (None, None)) -> Iterator[Finding]:
+    """What is wrong with one skill as a turn reads it; ``scope`` is the skill's (tenant_id, namespace).
 
     Example:
         >>> reading = read_skill({"skill": {"id": "s1", "tenant_id": "a", "status": "approved"}})
@@ -70,28 +92,36 @@ def skill_findings(reading: SkillReading) -> Iterator[Finding]:
     """
     if reading.skill is None:
         for problem in reading.problems:
-            yield Finding("bad_skills", "Skill", reading.node_id, problem + " (skipped by every read)")
+            yield Finding("bad_skills", "Skill", reading.node_id, problem + " (skipped by every read)", *scope)
         return
     for problem in reading.problems:
         check = "bad_preconditions" if problem.startswith("precondition") else "bad_skills"
-        yield Finding(check, "Skill", reading.node_id, problem)
+        yield Finding(check, "Skill", reading.node_id, problem, *scope)
     if reading.torn:
         yield Finding("bad_preconditions", "Skill", reading.node_id,
-                      "preconditions differ from those the library wrote with this skill (symfonic_rev); re-seed it")
+                      "preconditions differ from those the library wrote with this skill (symfonic_rev); re-seed it",
+                      *scope)
     if reading.skill.status == "approved" and action_tool_of(reading.skill) is None:
         yield Finding("ignored_skills", "Skill", reading.node_id,
-                      "no action tool (neither action_tool nor steps[0] is a tool name): the gate ignores this skill")
+                      "no action tool (neither action_tool nor steps[0] is a tool name): the gate ignores this skill",
+                      *scope)
 
 
 def _read_skill_findings(row: dict[str, Any]) -> list[Finding]:
+    props = row.get("skill")
+    props = props if isinstance(props, dict) else {}
+    scope = (_text_or_none(props.get("tenant_id")), _text_or_none(props.get("namespace")))
     try:
-        return list(skill_findings(read_skill(row)))
+        return list(skill_findings(read_skill(row), scope))
     except Exception as exc:  # the read model itself failed: a turn of this tenant fails the same way
-        props = row.get("skill")
-        node_id = props.get("id") if isinstance(props, dict) else None
+        node_id = props.get("id")
         return [Finding("bad_skills", "Skill", node_id if isinstance(node_id, str) else repr(node_id),
                         f"the read model fails on this skill ({type(exc).__name__}: {exc}); every turn of its "
-                        "tenant that reads it fails too: fix the skill's properties or its preconditions")]
+                        "tenant that reads it fails too: fix the skill's properties or its preconditions", *scope)]
+
+
+def _text_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def key_problem(key: object, tenant_id: str, namespace: object) -> str | None:
@@ -153,7 +183,8 @@ async def _pages(store: GraphMemoryStore, name: str, **params: Any) -> AsyncIter
 
 def _node_findings(check: str, row: dict[str, Any]) -> Iterator[Finding]:
     for problem in row["problems"]:
-        yield Finding(check, str(row["label"]), str(row["node"]), str(problem))
+        yield Finding(check, str(row["label"]), str(row["node"]), str(problem),
+                      _text_or_none(row.get("tenant_id")), _text_or_none(row.get("namespace")))
 
 
 async def _key_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
@@ -161,7 +192,8 @@ async def _key_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[
     async for row in _pages(store, "doctor_keys", tenant_id=tenant_id):
         problem = key_problem(row["key"], row["tenant_id"], row["namespace"])
         if problem is not None:
-            findings.append(Finding("keys", str(row["label"]), str(row["node"]), problem))
+            findings.append(Finding("keys", str(row["label"]), str(row["node"]), problem,
+                                    _text_or_none(row["tenant_id"]), _text_or_none(row["namespace"])))
     return findings
 
 
@@ -177,7 +209,26 @@ async def _cap_findings(store: GraphMemoryStore, tenant_id: str | None, max_trig
             "trigger_cap", "Scope", node,
             f"{visible} pending triggers ({seen}); a turn reads at most {max_triggers}, oldest first, so the "
             f"{visible - max_triggers} newest are never offered: resolve old ones, or raise max_triggers",
+            tenant, namespace,
         ))
+    return findings
+
+
+async def _copied_id_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    findings = []
+    async for row in _pages(store, "doctor_copied_ids", tenant_id=tenant_id):
+        holders = row["holders"]
+        tenants = sorted({h["tenant_id"] for h in holders})
+        for holder in holders:
+            if tenant_id is not None and holder["tenant_id"] != tenant_id:
+                continue
+            others = ", ".join(t for t in tenants if t != holder["tenant_id"])
+            findings.append(Finding(
+                "copied_ids", str(row["label"]), str(row["node"]),
+                f"the same id is used by tenant(s) {others}: allowed (ids are per tenant), but it looks like a "
+                "seed script copied from another tenant; check that the copy changed every tenant id it should",
+                holder["tenant_id"], holder["namespace"],
+            ))
     return findings
 
 
@@ -209,6 +260,7 @@ async def diagnose(
         findings.extend(_read_skill_findings(row["skill_row"]))
     findings.extend(await _key_findings(store, tenant_id))
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
+    findings.extend(await _copied_id_findings(store, tenant_id))
     indexes = {row["name"]: row["state"] for row in await store.read("doctor_indexes")}
     for name in EXPECTED_INDEXES:
         if name not in indexes:

@@ -10,6 +10,7 @@
      ├── AuthorityError                          the node is visible but owned by another scope
      ├── AuthenticationError                     Neo4j rejected the user name or password
      ├── QueryError (also neo4j ClientError)     Neo4j refused a query: its code and message
+     │    └── DatabaseNotFoundError               the configured database does not exist
      ├── StoreUnavailableError                   Neo4j did not answer in time, or is down
      └── LocalServerError                        the local development Neo4j could not run
 
@@ -130,6 +131,25 @@ class QueryError(SymfonicGraphError, ClientError):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return partial(QueryError, hint=self.hint), (self.query, self.code, self.message)
+
+
+class DatabaseNotFoundError(QueryError):
+    """The database the store was given (``database=``, ``NEO4J_DATABASE``) does not exist on the server.
+
+    Example:
+        >>> str(DatabaseNotFoundError("nope", "bolt://127.0.0.1:7687"))[:53]
+        "database 'nope' does not exist on bolt://127.0.0.1:76"
+    """
+
+    def __init__(self, database: str | None, target: str, message: str = "") -> None:
+        super().__init__(f"database {database!r}", "Neo.ClientError.Database.DatabaseNotFound", message)
+        self.database, self.target = database, target
+        self._text = (f"database {database!r} does not exist on {target}: set NEO4J_DATABASE (or the store's "
+                      "database=) to an existing database (`SHOW DATABASES` lists them), or leave it unset for "
+                      "the server's default")
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return DatabaseNotFoundError, (self.database, self.target, self.message)
 
 
 class StoreUnavailableError(SymfonicGraphError):

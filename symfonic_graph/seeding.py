@@ -33,9 +33,12 @@ from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import SeedFile
 from symfonic_graph.store import GraphMemoryStore, Row, Statement, check_write_id, held_keys, refuse_held_keys
 
-__all__ = ["SeedPlan", "SeedResult", "apply_seed", "plan_seed"]
+__all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 
 _TRIGGER_FIELDS = frozenset({"condition", "task", "identifier"})
+_SKILL_CONTENT = ("label", "identifier", "steps", "action_tool", "context", "status", "source")
+_PRECONDITION_CONTENT = ("position", "kind", "tool", "path", "op", "value", "text")
+_TRIGGER_CONTENT = ("identifier", "condition", "task")
 
 
 @dataclass(frozen=True)
@@ -203,3 +206,45 @@ async def apply_seed(store: GraphMemoryStore, plan: SeedPlan) -> SeedResult:
         triggers = [str(i) for i in next(ids)[0]["ids"]] if block.triggers else []
         out.append((block.scope, skills, triggers))
     return SeedResult(out)
+
+
+def _skill_content(row: Row) -> tuple[object, ...]:
+    pres = tuple(tuple(p.get(k) for k in _PRECONDITION_CONTENT) for p in row["preconditions"])
+    return (*(row.get(k) for k in _SKILL_CONTENT), pres, row["tenant_id"], row["namespace"])
+
+
+def _trigger_content(row: Row) -> tuple[object, ...]:
+    return (*(row.get(k) for k in _TRIGGER_CONTENT), row["tenant_id"], row["namespace"])
+
+
+async def count_changes(store: GraphMemoryStore, plan: SeedPlan) -> list[dict[str, dict[str, int]]]:
+    """What writing ``plan`` would change, per scope of the file (in its order) and kind.
+
+    Read-only (``seed --plan`` prints it without writing; ``seed`` prints it
+    for the write that follows). Each entry is compared with the live node of
+    its key (its identifier, or its content): none is *created*; one with the
+    same content, live (not retracted, active, pending), is *unchanged*; any
+    other is *updated*.
+
+    Example:
+        >>> await count_changes(store, plan_seed(load_seed_file(path), MemoryScope("acme")))
+        [{'skills': {'created': 1, 'updated': 0, 'unchanged': 2}, 'triggers': {...}}]
+    """
+    kinds = (("skills", "seed_existing_skills", _skill_content),
+             ("triggers", "seed_existing_triggers", _trigger_content))
+    out: list[dict[str, dict[str, int]]] = [{} for _ in plan.scopes]
+    for kind, name, content in kinds:
+        keys = [row["base_key"] or row["key"] for block in plan.scopes for row in getattr(block, kind)]
+        existing = {r["key"]: r for r in await store.read(name, keys=keys)} if keys else {}
+        for block, counts_of in zip(plan.scopes, out, strict=True):
+            counts = {"created": 0, "updated": 0, "unchanged": 0}
+            for row in getattr(block, kind):
+                old = existing.get(row["base_key"] or row["key"])
+                if old is None:
+                    counts["created"] += 1
+                elif old["live"] and content(old) == content(row):
+                    counts["unchanged"] += 1
+                else:
+                    counts["updated"] += 1
+            counts_of[kind] = counts
+    return out

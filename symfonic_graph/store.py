@@ -29,6 +29,7 @@ from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
 from symfonic_graph.errors import (
     AuthenticationError,
     AuthorityError,
+    DatabaseNotFoundError,
     NotFoundError,
     QueryError,
     SchemaError,
@@ -55,6 +56,8 @@ MAX_KEY_PART = 256
 MAX_COUNT = 2**62
 # The largest age `prune` takes: beyond it a Cypher duration would overflow.
 MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
+# Nodes `erase` deletes per transaction.
+ERASE_BATCH = 1000
 
 _MIGRATION_FILE = re.compile(r"^(\d+)_([a-z0-9_]+)\.cypher$")
 # Errors a concurrent `CREATE ... IF NOT EXISTS` may raise while another
@@ -216,6 +219,8 @@ class GraphMemoryStore:
             code, message = exc.code, exc.message or str(exc)
             if code.startswith("Neo.ClientError.Transaction.TransactionTimedOut"):
                 raise timed_out() from exc
+            if code == "Neo.ClientError.Database.DatabaseNotFound":
+                raise DatabaseNotFoundError(self.database, target(), message) from exc
             if isinstance(exc, AuthError) or (
                 code.startswith("Neo.ClientError.Security.") and code != "Neo.ClientError.Security.Forbidden"
             ):
@@ -362,22 +367,75 @@ class GraphMemoryStore:
 
     # -- markers ----------------------------------------------------------
 
-    async def retract(self, scope: MemoryScope, node_id: str, *, reason: str = "") -> None:
-        """Hide a node from every read (soft delete); ``restore`` undoes it."""
-        await self._marker("node_retract", scope, node_id, reason=v.text("reason", reason, required=False))
-        log.info("retracted %s in tenant %s: %s", node_id, scope.tenant_id, reason)
+    async def retract(self, scope: MemoryScope, node_id: str, *, reason: str = "") -> str:
+        """Hide a node from every read (soft delete); ``restore`` undoes it. Returns the node's id.
 
-    async def restore(self, scope: MemoryScope, node_id: str) -> None:
-        """Undo ``retract``."""
-        await self._marker("node_restore", scope, node_id)
+        ``node_id`` is the node's id or, when no node of the tenant has that
+        id, the ``identifier`` of a live skill or trigger of the scope.
 
-    async def _marker(self, name: str, scope: MemoryScope, node_id: str, **extra: Any) -> list[Row]:
+        Raises:
+            NotFoundError: the scope sees no such node.
+            AuthorityError: the node belongs to another scope (e.g. tenant-wide, seen from a namespace).
+            ValidationError: the identifier names several nodes of the scope; give the node id.
+        """
+        node = await self._marker("node_retract", scope, node_id,
+                                  reason=v.text("reason", reason, required=False))
+        log.info("retracted %s in %s: %s", node, describe_scope(scope), reason)
+        return node
+
+    async def restore(self, scope: MemoryScope, node_id: str) -> str:
+        """Undo ``retract``; ``node_id`` as for ``retract``. Returns the node's id."""
+        return await self._marker("node_restore", scope, node_id)
+
+    async def _marker(self, name: str, scope: MemoryScope, node_id: str, **extra: Any) -> str:
         v.text("node_id", node_id)
         params = {**scope.params(), "node_id": node_id, **extra}
         results = await self.write(
-            [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})], _check=owned_by(scope, node_id)
+            [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})], _check=_one_target(scope, node_id)
         )
-        return results[0]
+        return str(results[0][0]["id"])
+
+    async def erase(self, scope: MemoryScope, *, batch_size: int = ERASE_BATCH) -> dict[str, int]:
+        """Delete every node of ``scope`` for good, in batches; return how many per label.
+
+        ``MemoryScope(tenant, namespace)`` erases exactly that namespace (one
+        end user's memory): its skills with their preconditions, triggers,
+        facts and trigger-selection audit nodes; tenant-wide nodes and other
+        namespaces are never touched. ``MemoryScope(tenant)`` erases the whole
+        tenant (offboarding): every namespace, the tenant-wide nodes, and its
+        catalog node last. Each batch of at most ``batch_size`` nodes is its own
+        transaction, so a tenant of any size never needs one large
+        transaction; an interrupted erase is finished by running it again.
+
+        Example:
+            >>> await store.erase(MemoryScope("acme", "user-7"))
+            {'Skill': 2, 'Precondition': 3, 'Trigger': 1, 'Fact': 0, 'SymfonicTriggerSelection': 0}
+        """
+        size = positive_count("batch_size", batch_size, most=100_000)
+        whole = scope.namespace is None
+        params = {**scope.params(), "whole_tenant": whole, "limit": size}
+        counts = {"Skill": 0, "Precondition": 0, "Trigger": 0, "Fact": 0, "SymfonicTriggerSelection": 0}
+        while True:
+            [rows] = await self.write([("erase_skills_batch", params)])
+            skills = int(rows[0]["skills"]) if rows else 0
+            if skills == 0:
+                break
+            counts["Skill"] += skills
+            counts["Precondition"] += int(rows[0]["preconditions"] or 0)
+        while True:
+            [rows] = await self.write([("erase_nodes_batch", params)])
+            if not rows:
+                break
+            for row in rows:
+                counts[str(row["label"])] += int(row["nodes"])
+        tenant = {"tenant_id": scope.tenant_id}
+        if whole:
+            rows = (await self.write([("catalog_lock", tenant), ("erase_catalog", tenant)]))[1]
+            counts["SymfonicCatalog"] = int(rows[0]["catalogs"]) if rows else 0
+        elif counts["Skill"]:
+            await self.write([("catalog_bump", tenant)])  # cached catalogs of the tenant are read again
+        log.info("erased %s: %s", describe_scope(scope) if not whole else f"tenant {scope.tenant_id} (whole)", counts)
+        return counts
 
     async def prune(self, scope: MemoryScope, *, older_than_seconds: float) -> int:
         """Hard-delete this scope's own nodes (exactly its namespace) retracted more than ``older_than_seconds`` ago."""
@@ -489,6 +547,20 @@ def positive_count(field: str, value: object, *, most: int = MAX_COUNT) -> int:
     return value
 
 
+def describe_scope(scope: MemoryScope) -> str:
+    """A scope as messages name it.
+
+    Example:
+        >>> describe_scope(MemoryScope("acme"))
+        'tenant acme (tenant-wide)'
+        >>> describe_scope(MemoryScope("acme", "user-7"))
+        'tenant acme, namespace user-7'
+    """
+    if scope.namespace is None:
+        return f"tenant {scope.tenant_id} (tenant-wide)"
+    return f"tenant {scope.tenant_id}, namespace {scope.namespace}"
+
+
 def owned_by(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], None]:
     """A ``write`` check for statement 0 returning ``owned`` rows: NotFound when none, Authority when not owned.
 
@@ -499,18 +571,36 @@ def owned_by(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], Non
         if index != 0:
             return
         if not rows:
-            raise NotFoundError(
-                f"no node {node_id!r} visible in tenant {scope.tenant_id!r} namespace {scope.namespace!r}; "
-                "check the id and the scope"
-            )
+            raise NotFoundError(f"no node {node_id!r} visible in {describe_scope(scope)}; check the id and the scope")
         row = rows[0]
         if not row.get("owned"):
-            owner = MemoryScope(str(row["tenant_id"]), row.get("namespace"))
-            raise AuthorityError(
-                f"{node_id!r} belongs to {owner!r}"
-                + (" (tenant-wide)" if owner.namespace is None else "")
-                + f"; {scope!r} sees it but cannot change it: make this change in {owner!r}. Nothing changed."
-            )
+            raise AuthorityError(_not_owned(scope, node_id, row))
+
+    return check
+
+
+def _not_owned(scope: MemoryScope, node_id: str, row: Row) -> str:
+    owner = describe_scope(MemoryScope(str(row["tenant_id"]), row.get("namespace")))
+    return (f"{node_id!r} belongs to {owner}; {describe_scope(scope)} sees it but cannot change it: "
+            f"make this change in {owner}. Nothing changed.")
+
+
+def _one_target(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], None]:
+    """``owned_by`` for the marker statements, whose ``node_id`` may be an identifier naming several nodes."""
+
+    def check(index: int, rows: list[Row]) -> None:
+        if index != 0:
+            return
+        if not rows:
+            raise NotFoundError(f"no node with id or identifier {node_id!r} visible in {describe_scope(scope)}; "
+                                "check the id and the scope (`symfonic-graph skills list` shows both)")
+        owned = [r for r in rows if r.get("owned")]
+        if not owned:
+            raise AuthorityError(_not_owned(scope, node_id, rows[0]))
+        if len(owned) > 1:
+            ids = ", ".join(str(r["id"]) for r in owned)
+            raise ValidationError("node_id", f"identifier {node_id!r} names {len(owned)} nodes in "
+                                  f"{describe_scope(scope)} ({ids}); give the node id instead. Nothing changed.")
 
     return check
 

@@ -12,7 +12,7 @@ WITH n ORDER BY elementId(n) LIMIT $limit
 RETURN elementId(n) AS element_id,
        CASE WHEN n:Skill THEN 'Skill' WHEN n:Trigger THEN 'Trigger' WHEN n:Fact THEN 'Fact' ELSE 'Precondition' END
          AS label,
-       coalesce(toStringOrNull(n.id), elementId(n)) AS node,
+       coalesce(toStringOrNull(n.id), elementId(n)) AS node, null AS tenant_id, toStringOrNull(n.namespace) AS namespace,
        [CASE
           WHEN n.tenant_id IS NULL THEN 'no tenant_id'
           WHEN valueType(n.tenant_id) STARTS WITH 'STRING' THEN 'empty tenant_id'
@@ -31,6 +31,7 @@ WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
   AND elementId(r) > $after
 WITH s, r, p ORDER BY elementId(r) LIMIT $limit
 RETURN elementId(r) AS element_id, 'Skill' AS label, coalesce(toStringOrNull(s.id), elementId(s)) AS node,
+       s.tenant_id AS tenant_id, toStringOrNull(s.namespace) AS namespace,
        ['REQUIRES edge (position ' + coalesce(toStringOrNull(r.position), 'none') + ') to Precondition '
         + elementId(p) + ' of '
         + CASE
@@ -100,7 +101,8 @@ WITH c, [x IN [
 WHERE size(problems) > 0
 WITH c, problems ORDER BY elementId(c) LIMIT $limit
 RETURN elementId(c) AS element_id, 'SymfonicCatalog' AS label,
-       coalesce(toStringOrNull(c.tenant_id), elementId(c)) AS node, problems;
+       coalesce(toStringOrNull(c.tenant_id), elementId(c)) AS node, toStringOrNull(c.tenant_id) AS tenant_id,
+       null AS namespace, problems;
 
 // name: doctor_bad_triggers
 // params: tenant_id, after, limit
@@ -141,7 +143,7 @@ WITH t, [x IN [
 WHERE size(problems) > 0
 WITH t, problems ORDER BY elementId(t) LIMIT $limit
 RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t.id), elementId(t)) AS node,
-       problems;
+       t.tenant_id AS tenant_id, toStringOrNull(t.namespace) AS namespace, problems;
 
 // name: doctor_trigger_cap
 // params: tenant_id, max_triggers
@@ -174,6 +176,30 @@ WITH tenant_id, s.namespace AS namespace, wide,
 WHERE visible > $max_triggers AND (namespace IS NULL OR wide <= $max_triggers)
 RETURN tenant_id, namespace, wide, visible
 ORDER BY tenant_id, namespace;
+
+// name: doctor_copied_ids
+// params: tenant_id, after, limit
+// Ids that two or more tenants use for the same label: ids are unique per
+// tenant only (migration 0006), so this is allowed, but it usually means a
+// seed script was copied from another tenant (check that each copy changed
+// what it should). One row per (label, id), in pages of $limit after the key
+// $after (label and id), holders listing each tenant and namespace; with
+// $tenant_id, only ids that tenant holds.
+CALL () {
+  MATCH (n:Skill) RETURN n, 'Skill' AS label
+  UNION ALL
+  MATCH (n:Trigger) RETURN n, 'Trigger' AS label
+  UNION ALL
+  MATCH (n:Fact) RETURN n, 'Fact' AS label
+}
+WITH n, label
+WHERE valueType(n.id) STARTS WITH 'STRING' AND valueType(n.tenant_id) STARTS WITH 'STRING'
+  AND label + '\u001F' + n.id > $after
+WITH label, n.id AS id, collect(DISTINCT n.tenant_id) AS tenants,
+     collect({tenant_id: n.tenant_id, namespace: toStringOrNull(n.namespace)}) AS holders
+WHERE size(tenants) > 1 AND ($tenant_id IS NULL OR $tenant_id IN tenants)
+WITH label, id, holders ORDER BY label + '\u001F' + id LIMIT $limit
+RETURN label + '\u001F' + id AS element_id, label, id AS node, holders;
 
 // name: doctor_indexes
 // params:

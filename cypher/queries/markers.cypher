@@ -1,38 +1,59 @@
+// fragment: marker_target
+// params: tenant_id, namespace, node_id
+// The node a marker statement acts on, as rows (n, owned, candidates). First
+// the tenant's skill, trigger or fact whose id is $node_id (ids are unique per
+// tenant); only when there is none, the tenant's live skills and triggers
+// whose identifier is $node_id (neither staged and unpublished, nor replaced).
+// Only nodes the scope sees (tenant-wide, or of its namespace); `owned` when
+// the node is exactly of the scope (write authority); `candidates` counts the
+// owned matches: the statement changes a node only when there is exactly one,
+// so an identifier that names two nodes (a live skill and its draft) changes
+// nothing and the caller names them.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
+CALL () {
+  MATCH (n:Skill {tenant_id: $tenant_id, id: $node_id}) RETURN n, 0 AS rank
+  UNION
+  MATCH (n:Trigger {tenant_id: $tenant_id, id: $node_id}) RETURN n, 0 AS rank
+  UNION
+  MATCH (n:Fact {tenant_id: $tenant_id, id: $node_id}) RETURN n, 0 AS rank
+  UNION
+  MATCH (n:Skill {tenant_id: $tenant_id, identifier: $node_id}) RETURN n, 1 AS rank
+  UNION
+  MATCH (n:Trigger {tenant_id: $tenant_id, identifier: $node_id}) RETURN n, 1 AS rank
+}
+WITH n, rank, published
+WHERE (n.namespace IS NULL OR n.namespace = $namespace)
+  AND (rank = 0 OR (NOT coalesce(n.symfonic_replaced_by IN published, false)
+       AND (NOT n:SymfonicUnpublished OR (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published)))
+WITH n, rank, ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace) AS owned
+ORDER BY rank, n.id
+WITH collect({n: n, rank: rank, owned: owned}) AS found
+WITH [f IN found WHERE f.rank = found[0].rank] AS best
+WITH best, size([f IN best WHERE f.owned]) AS candidates
+UNWIND best AS f
+WITH f.n AS n, f.owned AS owned, candidates
+
 // name: node_retract
 // params: tenant_id, namespace, node_id, reason
-// Soft-delete one memory node of the scope (skill, trigger or fact).
-CALL () {
-  MATCH (n:Skill {id: $node_id}) RETURN n
-  UNION
-  MATCH (n:Trigger {id: $node_id}) RETURN n
-  UNION
-  MATCH (n:Fact {id: $node_id}) RETURN n
-}
-WITH n WHERE n.tenant_id = $tenant_id AND (n.namespace IS NULL OR n.namespace = $namespace)
-// Write authority: the scope sees tenant-wide nodes but changes only its own.
-WITH n, ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace) AS owned
-CALL (n, owned) {
-  WITH n WHERE owned
+// Soft-delete one memory node of the scope (skill, trigger or fact), named by
+// its id or, when no node of the tenant has that id, by a skill's or
+// trigger's identifier (see `marker_target`).
+// include: marker_target
+CALL (n, owned, candidates) {
+  WITH n WHERE owned AND candidates = 1
   SET n:SymfonicRetracted, n.symfonic_retracted_at = datetime(), n.symfonic_retracted_reason = $reason
 }
-RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned;
+RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned, candidates;
 
 // name: node_restore
 // params: tenant_id, namespace, node_id
-CALL () {
-  MATCH (n:Skill {id: $node_id}) RETURN n
-  UNION
-  MATCH (n:Trigger {id: $node_id}) RETURN n
-  UNION
-  MATCH (n:Fact {id: $node_id}) RETURN n
-}
-WITH n WHERE n.tenant_id = $tenant_id AND (n.namespace IS NULL OR n.namespace = $namespace)
-WITH n, ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace) AS owned
-CALL (n, owned) {
-  WITH n WHERE owned
+// include: marker_target
+CALL (n, owned, candidates) {
+  WITH n WHERE owned AND candidates = 1
   REMOVE n:SymfonicRetracted, n.symfonic_retracted_at, n.symfonic_retracted_reason
 }
-RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned;
+RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned, candidates;
 
 // name: retracted_prune
 // params: tenant_id, namespace, older_than_seconds

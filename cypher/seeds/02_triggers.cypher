@@ -5,29 +5,29 @@
 // it (status 'resolved', resolved_at set). Tenant-wide triggers have
 // namespace null; namespaced ones belong to one end user of the tenant.
 //
-// Run statement by statement (each ends with a `;` at the end of a line), e.g.
-//   symfonic-graph cypher run cypher/seeds/02_triggers.cypher
-// Idempotent: MERGE on ids; created_at is kept on re-runs.
+// Run it with `symfonic-graph cypher run cypher/seeds/02_triggers.cypher` (one
+// transaction). Idempotent and per tenant: MERGE on (tenant_id, id);
+// created_at is kept on re-runs.
 
 // acme, only for end user "user-7".
-MERGE (t:Trigger {id: 'seed-acme-invoice'})
-SET t.tenant_id = 'acme', t.namespace = 'user-7',
+MERGE (t:Trigger {tenant_id: 'acme', id: 'seed-acme-invoice'})
+SET t.namespace = 'user-7',
     t.condition = 'the user mentions their invoice',
     t.task = 'Tell the user that invoice 4711 is overdue.',
     t.status = 'pending', t.resolved_at = null,
     t.created_at = coalesce(t.created_at, datetime('2026-01-01T00:00:00Z'));
 
 // acme, every end user of the tenant.
-MERGE (t:Trigger {id: 'seed-acme-maintenance'})
-SET t.tenant_id = 'acme', t.namespace = null,
+MERGE (t:Trigger {tenant_id: 'acme', id: 'seed-acme-maintenance'})
+SET t.namespace = null,
     t.condition = 'the user asks about downtime',
     t.task = 'Mention the maintenance window on Sunday 02:00 UTC.',
     t.status = 'pending', t.resolved_at = null,
     t.created_at = coalesce(t.created_at, datetime('2026-01-01T00:00:01Z'));
 
 // globex, tenant-wide.
-MERGE (t:Trigger {id: 'seed-globex-renewal'})
-SET t.tenant_id = 'globex', t.namespace = null,
+MERGE (t:Trigger {tenant_id: 'globex', id: 'seed-globex-renewal'})
+SET t.namespace = null,
     t.condition = 'the user mentions renewal',
     t.task = 'Offer the annual renewal discount.',
     t.status = 'pending', t.resolved_at = null,

@@ -1,39 +1,39 @@
 // Demo seed for `symfonic-graph demo`: two tenants in one database, plain
 // Cypher in the documented shape, no library call and no markers.
 //
-// Idempotent and keyed like library writes: every skill and reminder is
-// MERGEd on its `symfonic_key`, the key the library gives the same
-// identifier in the same scope (json.dumps of ["skill" | "trigger",
-// tenant_id, namespace, identifier]). So running the seed again, or seeding
-// `deliver-weekly` into acme with the library or a seed file, replaces the
-// one node instead of adding a second. Each skill is one statement (node and
-// preconditions together), so a turn never reads it half written.
+// Idempotent and per tenant: every node is MERGEd on its (tenant_id, id) key,
+// so a copy of this file for another tenant (only the tenant ids changed)
+// writes that tenant's own nodes. Each node also gets the identifier key the
+// library gives the same identifier in the same scope (symfonic_key:
+// json.dumps of ["skill" | "trigger", tenant_id, namespace, identifier], built
+// here from the node's tenant_id), so seeding `deliver-weekly` into acme with
+// the library or a seed file replaces the one node instead of adding a second.
+// Each skill is one statement (node and preconditions together), so a turn
+// never reads it half written.
 
-// Older versions of this file wrote these nodes without a key: give such a
-// node its key, or drop it when a library write already holds the key.
-UNWIND [{id: 'demo-acme-deliver', key: '["skill", "acme", null, "deliver-weekly"]'},
-        {id: 'demo-globex-refund', key: '["skill", "globex", null, "refund"]'}] AS row
-MATCH (old:Skill {id: row.id}) WHERE old.symfonic_key IS NULL
-OPTIONAL MATCH (holder:Skill {symfonic_key: row.key})
-FOREACH (_ IN CASE WHEN holder IS NULL THEN [1] ELSE [] END | SET old.symfonic_key = row.key)
-WITH old, holder WHERE holder IS NOT NULL
-OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+// A library write (a seed file, an older version of this file) may hold one
+// of these identifier keys under another id: drop that node of the same
+// tenant first, so that the nodes below can take the key.
+UNWIND [{tenant: 'acme', id: 'demo-acme-deliver', key: '["skill", "' + 'acme' + '", null, "deliver-weekly"]'},
+        {tenant: 'globex', id: 'demo-globex-refund', key: '["skill", "' + 'globex' + '", null, "refund"]'}] AS row
+MATCH (old:Skill {symfonic_key: row.key})
+WHERE old.tenant_id = row.tenant AND old.id <> row.id
+OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition) WHERE p.tenant_id = old.tenant_id
 WITH old, collect(p) AS preconditions
 FOREACH (p IN preconditions | DETACH DELETE p)
 DETACH DELETE old;
 
-UNWIND [{id: 'demo-acme-invoice', key: '["trigger", "acme", "user-7", "invoice-4711"]'},
-        {id: 'demo-globex-renewal', key: '["trigger", "globex", null, "renewal-discount"]'}] AS row
-MATCH (old:Trigger {id: row.id}) WHERE old.symfonic_key IS NULL
-OPTIONAL MATCH (holder:Trigger {symfonic_key: row.key})
-FOREACH (_ IN CASE WHEN holder IS NULL THEN [1] ELSE [] END | SET old.symfonic_key = row.key)
-WITH old, holder WHERE holder IS NOT NULL
+UNWIND [{tenant: 'acme', id: 'demo-acme-invoice', key: '["trigger", "' + 'acme' + '", "user-7", "invoice-4711"]'},
+        {tenant: 'globex', id: 'demo-globex-renewal', key: '["trigger", "' + 'globex' + '", null, "renewal-discount"]'}] AS row
+MATCH (old:Trigger {symfonic_key: row.key})
+WHERE old.tenant_id = row.tenant AND old.id <> row.id
 DETACH DELETE old;
 
 // acme / deliver-weekly: call get_integration_status first, and only when channel = slack.
-MERGE (s:Skill {symfonic_key: '["skill", "acme", null, "deliver-weekly"]'})
-ON CREATE SET s.id = 'demo-acme-deliver', s.created_at = datetime('2026-01-01T00:00:00Z')
-SET s.tenant_id = 'acme', s.namespace = null, s.identifier = 'deliver-weekly',
+MERGE (s:Skill {tenant_id: 'acme', id: 'demo-acme-deliver'})
+ON CREATE SET s.created_at = datetime('2026-01-01T00:00:00Z')
+SET s.symfonic_key = '["skill", "' + s.tenant_id + '", null, "deliver-weekly"]',
+    s.namespace = null, s.identifier = 'deliver-weekly',
     s.label = 'Deliver the weekly report', s.steps = ['get_integration_status', 'deliver'],
     s.action_tool = 'deliver', s.context = 'Weekly reporting to chat channels',
     s.status = 'approved', s.active = true, s.source = 'authored:demo', s.updated_at = datetime(),
@@ -49,18 +49,20 @@ CREATE (s)-[:REQUIRES {position: 0}]->(:Precondition {tenant_id: 'acme', kind: '
        (s)-[:REQUIRES {position: 2}]->(:Precondition {tenant_id: 'acme', kind: 'text', text: 'Summarise before you deliver.'});
 
 // acme, only for end user "user-7": a reminder about invoice 4711.
-MERGE (t:Trigger {symfonic_key: '["trigger", "acme", "user-7", "invoice-4711"]'})
-ON CREATE SET t.id = 'demo-acme-invoice', t.created_at = datetime('2026-01-01T00:00:00Z')
-SET t.tenant_id = 'acme', t.namespace = 'user-7', t.identifier = 'invoice-4711',
+MERGE (t:Trigger {tenant_id: 'acme', id: 'demo-acme-invoice'})
+ON CREATE SET t.created_at = datetime('2026-01-01T00:00:00Z')
+SET t.symfonic_key = '["trigger", "' + t.tenant_id + '", "user-7", "invoice-4711"]',
+    t.namespace = 'user-7', t.identifier = 'invoice-4711',
     t.condition = 'the user mentions invoice', t.task = 'Tell the user that invoice 4711 is overdue.',
     t.status = 'pending', t.resolved_at = null, t.updated_at = datetime(),
     t.symfonic_write_id = null, t.symfonic_base_key = null
 REMOVE t:SymfonicRetracted, t:SymfonicUnpublished;
 
 // globex / refund: verify the customer first.
-MERGE (s:Skill {symfonic_key: '["skill", "globex", null, "refund"]'})
-ON CREATE SET s.id = 'demo-globex-refund', s.created_at = datetime('2026-01-01T00:00:00Z')
-SET s.tenant_id = 'globex', s.namespace = null, s.identifier = 'refund',
+MERGE (s:Skill {tenant_id: 'globex', id: 'demo-globex-refund'})
+ON CREATE SET s.created_at = datetime('2026-01-01T00:00:00Z')
+SET s.symfonic_key = '["skill", "' + s.tenant_id + '", null, "refund"]',
+    s.namespace = null, s.identifier = 'refund',
     s.label = 'Refund an order', s.steps = ['verify_identity', 'refund'],
     s.action_tool = 'refund', s.context = 'Refunds need a verified customer',
     s.status = 'approved', s.active = true, s.source = 'authored:demo', s.updated_at = datetime(),
@@ -74,9 +76,10 @@ CALL (s) {
 CREATE (s)-[:REQUIRES {position: 0}]->(:Precondition {tenant_id: 'globex', kind: 'tool', tool: 'verify_identity'});
 
 // globex, every end user of the tenant.
-MERGE (t:Trigger {symfonic_key: '["trigger", "globex", null, "renewal-discount"]'})
-ON CREATE SET t.id = 'demo-globex-renewal', t.created_at = datetime('2026-01-01T00:00:00Z')
-SET t.tenant_id = 'globex', t.namespace = null, t.identifier = 'renewal-discount',
+MERGE (t:Trigger {tenant_id: 'globex', id: 'demo-globex-renewal'})
+ON CREATE SET t.created_at = datetime('2026-01-01T00:00:00Z')
+SET t.symfonic_key = '["trigger", "' + t.tenant_id + '", null, "renewal-discount"]',
+    t.namespace = null, t.identifier = 'renewal-discount',
     t.condition = 'the user mentions renewal', t.task = 'Offer the annual renewal discount.',
     t.status = 'pending', t.resolved_at = null, t.updated_at = datetime(),
     t.symfonic_write_id = null, t.symfonic_base_key = null

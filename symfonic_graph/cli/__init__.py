@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from neo4j.exceptions import DriverError, Neo4jError
 
-from symfonic_graph.cli import _inspect, _operator, _server, _store_commands
+from symfonic_graph.cli import _inspect, _operator, _server, _store_commands, _tenants
 from symfonic_graph.cli._common import one_line
 from symfonic_graph.errors import SymfonicGraphError
 
@@ -29,12 +29,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Procedural and prospective memory for multi-tenant agents, in Neo4j.",
         epilog="Exit codes: 0 ok, 1 a problem was found (doctor --strict), 2 an error (one line on stderr).",
     )
+    parser.add_argument("--version", action="version", version=f"symfonic-graph {_version()}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _server.register(sub)
     _store_commands.register(sub)
     _operator.register(sub)
     _inspect.register(sub)
+    _tenants.register(sub)
     return parser
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("symfonic-graph")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        return "unknown (not installed)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

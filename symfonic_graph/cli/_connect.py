@@ -71,3 +71,54 @@ async def run_statement(
         return await patient._bounded(work, where)
     except QueryError as exc:
         raise QueryError(where, exc.code, exc.message, hint=hint) from exc.__cause__
+
+
+Counters = dict[str, int]
+_COUNTED = ("nodes_created", "nodes_deleted", "relationships_created", "relationships_deleted", "properties_set",
+            "labels_added", "labels_removed")
+
+
+async def run_script(
+    store: GraphMemoryStore, source: str, statements: list[tuple[str, str]], *, timeout: float = SCRIPT_TIMEOUT
+) -> list[tuple[list[dict[str, Any]], Counters]]:
+    """Run an operator's script in one write transaction: every statement, or (on any failure) none.
+
+    ``statements`` holds ``(where, text)`` pairs, ``where`` naming the
+    statement (``file.cypher:4: statement 2 of 3``). A statement Neo4j refuses
+    raises ``QueryError`` naming it and its first line; nothing of the script
+    is committed. Returns each statement's rows and counters.
+    """
+    patient = GraphMemoryStore(store.driver, database=store.database, query_timeout=timeout)
+    failed: list[int] = []
+
+    async def tx(t: AsyncManagedTransaction) -> list[tuple[list[dict[str, Any]], Counters]]:
+        out = []
+        failed.clear()
+        for n, (_, text) in enumerate(statements):
+            failed.append(n)
+            result = await t.run(text)
+            rows = [record.data() async for record in result]
+            counters = (await result.consume()).counters
+            out.append((rows, {name: int(getattr(counters, name)) for name in _COUNTED}))
+            failed.pop()
+        return out
+
+    async def work() -> list[tuple[list[dict[str, Any]], Counters]]:
+        async with patient._session() as session:
+            return await session.execute_write(tx)
+
+    try:
+        return await patient._bounded(work, source)
+    except QueryError as exc:
+        if not failed:  # refused at commit
+            raise QueryError(f"{source}: commit", exc.code, exc.message,
+                             hint="Nothing of the script was written (one transaction).") from exc.__cause__
+        where, text = statements[failed[0]]
+        first = next((ln.strip() for ln in text.splitlines() if ln.strip()), "")
+        first = first if len(first) <= 80 else first[:77] + "..."
+        schema = "Schema" in exc.code or "schema" in exc.message.lower()
+        hint = (f"The statement starts: {first} . Nothing of the script was written (it runs in one "
+                "transaction); fix the statement and run the script again"
+                + (", or run it with --per-statement (a schema change cannot share a transaction with writes)"
+                   if schema else "") + ".")
+        raise QueryError(where, exc.code, exc.message, hint=hint) from exc.__cause__

@@ -12,6 +12,7 @@ import anyio
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
+from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.doctor import diagnose
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import GateDecision, explain_tool_call
@@ -51,8 +52,9 @@ def _printable(text: str) -> str:
 
 async def _doctor(args: argparse.Namespace) -> int:
     async with open_store() as store:
+        await notice_if_empty(store, args.tenant)
         findings = await diagnose(store, args.tenant, max_triggers=args.max_triggers)
-    text = "\n".join(_printable(f"[{f.check}] {f.label} {f.node}: {f.problem}") for f in findings)
+    text = "\n".join(_printable(f"[{f.check}] {f.label} {f.node} in {f.where()}: {f.problem}") for f in findings)
     emit(args, [asdict(f) for f in findings], text or "no problems found")
     return 1 if findings and args.strict else 0
 
@@ -120,6 +122,7 @@ async def _explain(args: argparse.Namespace) -> int:
     messages = _load_messages(args.messages)
     call_args = _load_args(args.call_args)
     async with open_store() as store:
+        await notice_if_empty(store, args.tenant)
         skills = await ProceduralLayer(store).query_skills(scope_of(args), action_tool=args.tool)
     decision = explain_tool_call(skills, args.tool, state=state, called=called, messages=messages, args=call_args,
                                  count_failed_calls=args.count_failed_calls)

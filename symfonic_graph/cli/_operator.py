@@ -11,15 +11,16 @@ from typing import Any
 import anyio
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
-from symfonic_graph.cli._connect import open_store, run_statement
+from symfonic_graph.cli._connect import open_store, run_script, run_statement
+from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
 from symfonic_graph.models import Skill
 from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import load_seed_file, split_cypher_script
-from symfonic_graph.seeding import apply_seed, plan_seed
-from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
+from symfonic_graph.store import GraphMemoryStore, describe_scope
 
 _SEED_TIMEOUT = 290.0  # seconds for the one transaction of a seed file
 _ROWS_SHOWN = 100  # rows of a statement's result that `cypher run` prints
@@ -31,13 +32,21 @@ def register(sub: Any) -> None:
     seed.add_argument("--tenant", default=None, help="tenant id, unless the file names its scopes")
     seed.add_argument("--namespace", default=None, help="namespace inside the tenant (default: tenant-wide)")
     seed.add_argument("--write-id", default=None, help="stage the write; `publish` makes it visible")
+    seed.add_argument("--plan", action="store_true",
+                      help="print what the file would create, update or leave unchanged, and write nothing")
     add_json_flag(seed)
     seed.set_defaults(handler=lambda a: anyio.run(_seed, a))
 
     cypher = sub.add_parser("cypher", help="run plain Cypher scripts")
     cypher_actions = cypher.add_subparsers(dest="action", required=True, metavar="ACTION")
-    run = cypher_actions.add_parser("run", help="run a .cypher script statement by statement")
+    run = cypher_actions.add_parser(
+        "run", help="run a .cypher script in one transaction (all or nothing)",
+        description="Statements end with `;` at the end of a line. The whole file runs in one transaction: "
+                    "a failure leaves nothing of it and names the statement.")
     run.add_argument("file", type=Path)
+    run.add_argument("--per-statement", action="store_true",
+                     help="commit each statement on its own (e.g. schema changes, or CALL ... IN TRANSACTIONS); "
+                          "a failure stops the script with the earlier statements committed")
     run.set_defaults(handler=lambda a: anyio.run(_cypher_run, a))
 
     skills = sub.add_parser("skills", help="inspect skills")
@@ -65,7 +74,7 @@ def register(sub: Any) -> None:
 
     for name, helptext in (("retract", "hide a node from every read"), ("restore", "undo retract")):
         p = sub.add_parser(name, help=helptext)
-        p.add_argument("node_id")
+        p.add_argument("node_id", help="the node's id, or a skill's or trigger's identifier in the scope")
         add_scope_flags(p)
         add_json_flag(p)
         if name == "retract":
@@ -83,19 +92,37 @@ def _plural(count: int, noun: str) -> str:
     return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
+def _changes(counts: dict[str, int]) -> str:
+    return f"{counts['created']} created, {counts['updated']} updated, {counts['unchanged']} unchanged"
+
+
 async def _seed(args: argparse.Namespace) -> int:
     default = MemoryScope(args.tenant, args.namespace) if args.tenant is not None else None
     plan = plan_seed(load_seed_file(args.file), default, write_id=args.write_id)  # validates the whole file
     async with open_store() as store:
-        # One transaction for the whole file: allow it the time a large file needs.
-        patient = GraphMemoryStore(store.driver, database=store.database, query_timeout=_SEED_TIMEOUT)
-        result = await apply_seed(patient, plan)
+        for tenant in dict.fromkeys(block.scope.tenant_id for block in plan.scopes):
+            await notice_if_empty(store, tenant, doing=" yet: this seed creates it" if not args.plan else " yet")
+        changes = await count_changes(store, plan)
+        if not args.plan:
+            # One transaction for the whole file: allow it the time a large file needs.
+            patient = GraphMemoryStore(store.driver, database=store.database, query_timeout=_SEED_TIMEOUT)
+            result = await apply_seed(patient, plan)
     staged = f" (staged as {args.write_id}; run `symfonic-graph publish`)" if args.write_id else ""
-    lines = [f"seeded {_plural(len(skills), 'skill')} and {_plural(len(triggers), 'trigger')} into tenant "
-             f"{scope.tenant_id}" + (f" namespace {scope.namespace}" if scope.namespace else "") + staged
-             for scope, skills, triggers in result.scopes]
-    data = [{"tenant_id": scope.tenant_id, "namespace": scope.namespace, "skills": skills, "triggers": triggers,
-             "write_id": args.write_id} for scope, skills, triggers in result.scopes]
+    lines, data = [], []
+    for block, change in zip(plan.scopes, changes, strict=True):
+        scope = block.scope
+        where = describe_scope(scope)
+        counted = f"skills: {_changes(change['skills'])}; triggers: {_changes(change['triggers'])}"
+        entry: dict[str, Any] = {"tenant_id": scope.tenant_id, "namespace": scope.namespace,
+                                 "write_id": args.write_id, "changes": change}
+        if args.plan:
+            lines.append(f"plan for {where}: {counted} (nothing written)")
+        else:
+            ids = next((s, t) for sc, s, t in result.scopes if sc == scope)
+            entry.update(skills=ids[0], triggers=ids[1])
+            lines.append(f"seeded {_plural(len(ids[0]), 'skill')} and {_plural(len(ids[1]), 'trigger')} into "
+                         f"{where}{staged}: {counted}")
+        data.append(entry)
     emit(args, data, "\n".join(lines))
     return 0
 
@@ -106,19 +133,30 @@ async def _cypher_run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ValidationError(str(args.file), f"cannot read: {exc.strerror}") from None
     statements = split_cypher_script(text)
+    named = [(f"{args.file}:{s.line}: statement {n} of {len(statements)}", s.text)
+             for n, s in enumerate(statements, start=1)]
     async with open_store() as store:
-        for n, statement in enumerate(statements, start=1):
-            records, counters = await run_statement(
-                store, statement.text, f"{args.file}:{statement.line}: statement {n} of {len(statements)}",
-                hint=f"Ran {n - 1} statement(s) before it; later ones were not run.")
-            print(f"{args.file}:{statement.line}: ok ({counters.nodes_created} nodes created, "
-                  f"{counters.properties_set} properties set, {len(records)} rows)")
-            for record in records[:_ROWS_SHOWN]:
-                print("  " + json.dumps(record, default=str, ensure_ascii=False))
-            if len(records) > _ROWS_SHOWN:
-                print(f"  ... {len(records) - _ROWS_SHOWN} more row(s)")
-    print(f"ran {len(statements)} statement(s)")
+        if args.per_statement:
+            for n, (where, statement) in enumerate(named, start=1):
+                records, counters = await run_statement(
+                    store, statement, where, hint=f"Ran {n - 1} statement(s) before it; later ones were not run.")
+                _print_statement(args.file, statements[n - 1].line, records, counters.nodes_created,
+                                 counters.properties_set)
+        else:
+            results = await run_script(store, str(args.file), named)
+            for s, (records, counts) in zip(statements, results, strict=True):
+                _print_statement(args.file, s.line, records, counts["nodes_created"], counts["properties_set"])
+    how = "one statement at a time" if args.per_statement else "in one transaction"
+    print(f"ran {len(statements)} statement(s) {how}")
     return 0
+
+
+def _print_statement(path: Path, line: int, records: list[dict[str, Any]], created: int, props: int) -> None:
+    print(f"{path}:{line}: ok ({created} nodes created, {props} properties set, {len(records)} rows)")
+    for record in records[:_ROWS_SHOWN]:
+        print("  " + json.dumps(record, default=str, ensure_ascii=False))
+    if len(records) > _ROWS_SHOWN:
+        print(f"  ... {len(records) - _ROWS_SHOWN} more row(s)")
 
 
 def skill_json(skill: Skill) -> dict[str, Any]:
@@ -133,26 +171,37 @@ def _after_publish(skills: list[Skill]) -> list[Skill]:
     return [s for s in skills if s.staged or (s.namespace, s.identifier) not in staged]
 
 
+def _staged_mark(skill: Skill, write_id: str | None) -> str:
+    """Marks a skill of the previewed write. Without ``--write-id`` nothing shown is staged: a skill
+    published moments ago keeps its staging label for a settle period, but it is live."""
+    if not skill.staged or write_id is None:
+        return ""
+    return f"  [staged: write {write_id}]"
+
+
 def _precondition_text(skill: Skill) -> str:
     return json.dumps(skill.metadata["precondition"], ensure_ascii=False)
 
 
 async def _skills_list(args: argparse.Namespace) -> int:
     async with open_store() as store:
+        await notice_if_empty(store, args.tenant)
         skills = await ProceduralLayer(store).query_skills(
             scope_of(args), include_drafts=args.drafts, write_id=args.write_id, include_retracted=args.retracted
         )
     if args.write_id is not None:
         skills = _after_publish(skills)
     data = [skill_json(s) for s in skills]
-    lines = [f"{s.id}  {s.status:<8} {s.label}  guards={action_tool_of(s)}  precondition={_precondition_text(s)}"
-             + ("  [retracted]" if s.retracted else "") + ("  [staged]" if s.staged else "") for s in skills]
+    lines = [f"{s.id}  identifier={s.identifier or '-'}  namespace={s.namespace or '(tenant-wide)'}  "
+             f"{s.status:<8} {s.label}  guards={action_tool_of(s)}  precondition={_precondition_text(s)}"
+             + ("  [retracted]" if s.retracted else "") + _staged_mark(s, args.write_id) for s in skills]
     emit(args, data, "\n".join(lines) or "(no skills)")
     return 0
 
 
 async def _triggers_list(args: argparse.Namespace) -> int:
     async with open_store() as store:
+        await notice_if_empty(store, args.tenant)
         triggers = await ProspectiveLayer(store).get_pending(scope_of(args), write_id=args.write_id)
     data = [t.model_dump(mode="json") for t in triggers]
     emit(args, data, "\n".join(f"{t.id}  when: {t.condition}  ->  {t.task}" for t in triggers) or "(no triggers)")
@@ -172,26 +221,28 @@ _DONE = {"retract": "retracted", "restore": "restored", "publish": "published", 
 async def _marker(args: argparse.Namespace, name: str) -> int:
     scope = scope_of(args)
     async with open_store() as store:
+        await notice_if_empty(store, scope.tenant_id)
         if name == "retract":
-            await store.retract(scope, args.node_id, reason=args.reason)
+            node_id = await store.retract(scope, args.node_id, reason=args.reason)
         else:
-            await store.restore(scope, args.node_id)
-    emit(args, {"action": name, "node_id": args.node_id, "tenant_id": scope.tenant_id,
-                "namespace": scope.namespace}, f"{_DONE[name]} {args.node_id}")
+            node_id = await store.restore(scope, args.node_id)
+    named = "" if node_id == args.node_id else f" (identifier {args.node_id})"
+    emit(args, {"action": name, "node_id": node_id, "tenant_id": scope.tenant_id,
+                "namespace": scope.namespace}, f"{_DONE[name]} {node_id}{named}")
     return 0
 
 
 async def _staged(args: argparse.Namespace, name: str) -> int:
     scope = scope_of(args)
     async with open_store() as store:
+        await notice_if_empty(store, scope.tenant_id)
         if name == "publish":
             count = await store.publish(scope, args.write_id)
         else:
             count = await store.discard(scope, args.write_id)
     if count == 0:
-        print(f"error: nothing is staged under write id {args.write_id!r} in tenant {scope.tenant_id!r} "
-              f"namespace {scope.namespace!r} (already {_DONE[name]}, or a typo in the write id or scope?)",
-              file=sys.stderr)
+        print(f"error: nothing is staged under write id {args.write_id!r} in {describe_scope(scope)} "
+              f"(already {_DONE[name]}, or a typo in the write id or scope?)", file=sys.stderr)
         return 1
     emit(args, {"action": name, "write_id": args.write_id, "tenant_id": scope.tenant_id,
                 "namespace": scope.namespace, "nodes": count},

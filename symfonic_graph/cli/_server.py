@@ -11,6 +11,7 @@ import argparse
 import sys
 from typing import Any
 
+from symfonic_graph.errors import SymfonicGraphError
 from symfonic_graph.server import LocalNeo4j
 from symfonic_graph.server._local import DEFAULT_PORT, PORT_VARIABLE
 
@@ -52,10 +53,26 @@ def _start(args: argparse.Namespace) -> int:
         state = server.start(port=args.port, timeout=args.timeout, port_variable=args.port_variable)
     except KeyboardInterrupt:
         print("interrupted: the starting Neo4j was stopped", file=sys.stderr)
+        _failed_eval()
         return 130
+    except SymfonicGraphError:
+        _failed_eval()
+        raise
     print(f"Neo4j {state.version} is up on {state.uri} (pid {state.pid}, data in {state.home})", file=sys.stderr)
     print(state.exports())
     return 0
+
+
+def _failed_eval() -> None:
+    """Under ``eval "$(symfonic-graph server start)"``, make the failure visible to the shell.
+
+    The exports are what ``eval`` runs; on a failure there are none, and a
+    later command would die on a missing ``NEO4J_URI``. So print a line that
+    ``eval`` runs instead: it says nothing was exported and returns non-zero.
+    """
+    if not sys.stdout.isatty():
+        print("echo 'symfonic-graph: the local Neo4j did not start (the error above says why); "
+              "NEO4J_URI was not exported' >&2; false")
 
 
 def _stop(args: argparse.Namespace) -> int:

@@ -26,7 +26,7 @@ def register(sub: Any) -> None:
                       help="langgraph: a StateGraph with the guarded tool node (default); "
                            "middleware: LangChain create_agent with MemoryMiddleware (needs the langchain extra)")
     demo.set_defaults(handler=lambda a: _demo(a.agent))
-    smoke = sub.add_parser("smoke", help="seed and read back one skill in a throwaway tenant")
+    smoke = sub.add_parser("smoke", help="seed, read back and erase one skill in a throwaway tenant")
     smoke.set_defaults(handler=lambda a: anyio.run(_smoke))
 
 
@@ -57,9 +57,12 @@ async def _smoke() -> int:
             scope, label="Deliver a report", steps=["deliver"], source_tag="authored:smoke",
             action_tool="deliver", precondition=["get_integration_status"],
         )
-        [read] = await layer.query_skills(scope)
-        await store.retract(scope, skill.id, reason="smoke run")
-    print(f"seeded and read back skill {read.id} in tenant {scope.tenant_id}: {read.metadata}")
+        try:
+            [read] = await layer.query_skills(scope)
+            await store.retract(scope, skill.id, reason="smoke run")
+        finally:
+            await store.erase(scope)  # the throwaway tenant leaves nothing behind, catalog included
+    print(f"seeded, read back and erased skill {read.id} in tenant {scope.tenant_id}: {read.metadata}")
     return 0
 
 

@@ -184,7 +184,7 @@ async def test_doctor_cli_json_and_across_all_tenants(
     _assert_reported(everything_cli, tenant, names)
     assert _found(everything_cli, "untenanted", names["untenanted_id"])
     strict = _cli(neo4j_settings, "doctor", "--tenant", tenant, "--strict")
-    assert strict.returncode == 1 and f"[keys] Skill {names['foreign_key']}: " in strict.stdout
+    assert strict.returncode == 1 and f"[keys] Skill {names['foreign_key']} in tenant {tenant}" in strict.stdout
 
 
 # One value of every property type Neo4j stores, for the properties doctor reads.

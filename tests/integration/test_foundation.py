@@ -31,7 +31,8 @@ async def test_apply_schema_is_idempotent_and_recorded(store: GraphMemoryStore) 
     assert await store.apply_schema() == []
     records, _, _ = await store.driver.execute_query("SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names")
     assert sorted(records[0]["names"]) == before
-    assert {"skill_id", "skill_symfonic_key", "trigger_id"} <= set(before)
+    assert {"skill_id_per_tenant", "skill_symfonic_key", "trigger_id_per_tenant"} <= set(before)
+    assert "skill_id" not in before  # ids are per tenant (migration 0006)
 
 
 async def test_the_legacy_full_text_index_is_dropped_and_recall_keeps_its_own(store: GraphMemoryStore) -> None:

@@ -51,7 +51,7 @@ async def test_the_documented_example_seeds_two_tenants_and_a_second_run_changes
     first = _cli(neo4j_settings, "seed", str(path))
     assert first.returncode == 0, first.stderr
     assert f"seeded 1 skill and 1 trigger into tenant {acme}" in first.stdout
-    assert f"seeded 1 skill and 1 trigger into tenant {globex} namespace user-7" in first.stdout
+    assert f"seeded 1 skill and 1 trigger into tenant {globex}, namespace user-7" in first.stdout
     after_first = await fingerprint(store, acme, globex)
     second = _cli(neo4j_settings, "seed", str(path), "--json")
     assert second.returncode == 0, second.stderr

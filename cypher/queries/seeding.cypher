@@ -1,0 +1,23 @@
+// name: seed_existing_skills
+// params: keys
+// The live skills that hold a seed file's keys, with their preconditions in
+// position order, for `seed` to count what it creates, updates or leaves
+// unchanged (and `seed --plan` to say so without writing).
+UNWIND $keys AS key
+MATCH (s:Skill {symfonic_key: key})
+OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
+WHERE p.tenant_id = s.tenant_id
+WITH key, s, r, p ORDER BY r.position
+WITH key, s, collect(CASE WHEN p IS NOT NULL THEN {position: r.position, kind: p.kind, tool: p.tool, path: p.path,
+                                                   op: p.op, value: p.value, text: p.text} END) AS preconditions
+RETURN key, s.tenant_id AS tenant_id, s.namespace AS namespace, s.label AS label, s.identifier AS identifier,
+       s.steps AS steps, s.action_tool AS action_tool, s.context AS context, s.status AS status,
+       s.source AS source, coalesce(s.active, true) = true AND NOT s:SymfonicRetracted AS live, preconditions;
+
+// name: seed_existing_triggers
+// params: keys
+// The triggers that hold a seed file's keys (see seed_existing_skills).
+UNWIND $keys AS key
+MATCH (t:Trigger {symfonic_key: key})
+RETURN key, t.tenant_id AS tenant_id, t.namespace AS namespace, t.identifier AS identifier,
+       t.condition AS condition, t.task AS task, t.status = 'pending' AND NOT t:SymfonicRetracted AS live;
