@@ -22,7 +22,9 @@ Per model call, the middleware:
    after the whole history: after every cached part, never stored in the
    agent state;
 5. remembers, for each tool call the model then requests, the snapshot the
-   model was shown.
+   model was shown. A call decided more than ``memory.max_age`` seconds
+   later (a run resumed after a human-approval interrupt) is decided on a
+   fresh read instead: no snapshot outlives ``max_age``.
 
 Per tool call, it runs the gate (``run_gate``) on that call alone, against
 that snapshot, so decisions, outage policy and telemetry are those of every
@@ -33,11 +35,14 @@ answered. Same-batch rule: only tool results *before* the AI message that
 requested the call count as called, so a precondition requested in the same
 batch as its action does not satisfy it.
 
-Failure modes: a store outage (``StoreUnavailableError``, or any other
-failure of the read) lets the model call proceed without the block and the
-reminders, with a WARNING; tool calls then pass through, or with
-``strict=True`` are answered with the gate's ``Precondition check
-unavailable`` error. A missing or malformed scope is never an outage.
+Failure modes: during a store outage (``StoreUnavailableError``) the
+``TurnMemory`` enforces the scope's last catalog for ``max_age +
+outage_grace`` seconds (stale, with a WARNING). A scope without one lets the
+model call proceed without the block and the reminders, with a WARNING; tool
+calls then pass through, or with ``strict=True`` are answered with the gate's
+``Precondition check unavailable`` error. A missing or malformed scope is
+never an outage (``ScopeError``), nor is any other failure of the read
+(``ConfigurationError`` from the gate).
 
 Only the async hooks are implemented (the Neo4j driver is async): run the
 agent with ``ainvoke``/``astream``.
@@ -66,7 +71,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.types import Command
 
 from symfonic_graph._messages import field, messages_of
-from symfonic_graph.errors import ScopeError
+from symfonic_graph.errors import ScopeError, StoreUnavailableError
 from symfonic_graph.gate import GateDecision, run_gate
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.triggers import ProspectiveTriggerCapability
@@ -244,9 +249,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         scope = self.scope_for(getattr(request.runtime, "context", None), request.state)
         try:
             snapshot = await self.memory.begin(scope)
-        except ScopeError:
-            raise
-        except Exception as exc:
+        except StoreUnavailableError as exc:
             log.warning("memory read failed for tenant %r (%r); the model runs without the pre-flight block "
                         "and reminders", scope.tenant_id, exc)
             return await handler(request)
@@ -327,8 +330,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         shown = self._shown.get((scope, call_id)) if isinstance(call_id, str) else None
 
         async def skills(_: object) -> tuple[Any, ...]:
-            # a call this middleware did not see requested (e.g. a run resumed elsewhere): read now
-            snapshot = shown if shown is not None else await self.memory.begin(scope)
+            # Read now when this middleware did not see the call requested (a run resumed elsewhere),
+            # or when the snapshot is older than max_age (a run resumed after a human approval).
+            fresh = shown is not None and self.memory.clock() - shown.taken_at < self.memory.max_age
+            snapshot = shown if shown is not None and fresh else await self.memory.begin(scope)
             return snapshot.skills
 
         history = _history_before(messages_of(state), call_id)
