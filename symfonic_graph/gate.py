@@ -323,7 +323,9 @@ def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
 
 
 @telemetry.traced_gate
-async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool = False) -> tuple[GateDecision, ...]:
+async def run_gate(
+    state: Any, get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False
+) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 
     A store outage (``StoreUnavailableError`` from the lookup) logs a WARNING
@@ -338,6 +340,9 @@ async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool =
     Raises:
         ScopeError: the lookup found no usable scope for the turn.
         ConfigurationError: the lookup raised, or returned no iterable of skills.
+
+    ``count_failed_calls=True`` lets a failed tool result (``status="error"``)
+    satisfy a precondition, as in the seeds (SPEC §13); default False.
 
     Example:
         >>> import asyncio
@@ -361,6 +366,7 @@ async def run_gate(state: Any, get_active_skills: SkillLookup, *, strict: bool =
             return _unavailable(calls)
         log.warning("precondition lookup failed (%s); passing through without enforcement", exc)
         return ()
+    # TODO(lead): pass count_failed_calls=count_failed_calls to gate_decisions once it takes the keyword.
     return gate_decisions(messages, skills, state)
 
 

@@ -12,16 +12,21 @@ Per model call, the middleware:
    ``config["configurable"]``, then ``state["memory_scope"]``). A missing or
    malformed scope raises ``ScopeError`` out of ``ainvoke``;
 2. runs ``memory.begin(scope)`` once: the turn's one read;
-3. appends the pre-flight block to the system message as its **last**
+3. checks the catalog against the model call's tools (``request.tools``),
+   logging once per scope and catalog the rules whose action tool the agent
+   lacks (WARNING) or whose precondition tools it lacks (ERROR), see
+   :mod:`symfonic_graph.lint`;
+4. appends the pre-flight block, without the rules whose action tool the
+   agent lacks, to the system message as its **last**
    content block. The system message then depends only on your prompt, the
    tenant's catalog and the state, so it is byte-identical from call to call
    while the catalog is unchanged, and a prompt-caching middleware placed
    *after* this one caches it;
-4. with an ``evaluator``, selects the pending reminders the last human
+5. with an ``evaluator``, selects the pending reminders the last human
    message satisfies and sends their tasks as one trailing ``HumanMessage``
    after the whole history: after every cached part, never stored in the
    agent state;
-5. remembers, for each tool call the model then requests, the snapshot the
+6. remembers, for each tool call the model then requests, the snapshot the
    model was shown. A call decided more than ``memory.max_age`` seconds
    later (a run resumed after a human-approval interrupt) is decided on a
    fresh read instead: no snapshot outlives ``max_age``.
@@ -73,6 +78,7 @@ from langgraph.types import Command
 from symfonic_graph._messages import field, messages_of
 from symfonic_graph.errors import ScopeError, StoreUnavailableError
 from symfonic_graph.gate import GateDecision, run_gate
+from symfonic_graph.lint import ToolLinter, tool_names
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.triggers import ProspectiveTriggerCapability
 from symfonic_graph.turn import TurnMemory, TurnSnapshot
@@ -89,6 +95,7 @@ REMINDERS_MARKER_VALUE: Final = "reminders"
 Evaluator = Callable[[str, str], object]
 _ABSENT: Final = object()
 _MAX_REMEMBERED_CALLS = 10_000
+_MAX_LINTERS = 64  # distinct tool sets (one per agent, usually)
 
 
 def _member(holder: object, key: str) -> object:
@@ -215,6 +222,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.evaluator = evaluator
         self.strict = bool(strict)
         self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
+        self._linters: dict[frozenset[str], ToolLinter] = {}
 
     # --- scope -----------------------------------------------------------------------
 
@@ -260,7 +268,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def _prepared(
         self, request: ModelRequest[Any], scope: MemoryScope, snapshot: TurnSnapshot
     ) -> ModelRequest[Any]:
-        block = snapshot.preflight(request.state)
+        linter = self._linter(request.tools)
+        linter.check(snapshot.skills)  # logged once per scope and catalog
+        block = linter.for_preflight(snapshot.skills).preflight(
+            request.state, include_negative=snapshot.include_negative)
         system = with_preflight(request.system_message, block.content) if block is not None else request.system_message
         messages: list[AnyMessage] = list(request.messages)
         reminders = await self._reminders(request.messages, scope, snapshot)
@@ -292,6 +303,15 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     self._shown.move_to_end(key)
         while len(self._shown) > _MAX_REMEMBERED_CALLS:
             self._shown.popitem(last=False)
+
+    def _linter(self, tools: Sequence[Any]) -> ToolLinter:
+        names = tool_names(tools)
+        linter = self._linters.get(names)
+        if linter is None:
+            linter = self._linters[names] = ToolLinter(names)
+            while len(self._linters) > _MAX_LINTERS:
+                self._linters.pop(next(iter(self._linters)))
+        return linter
 
     # --- the tool call ---------------------------------------------------------------
 
