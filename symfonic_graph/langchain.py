@@ -194,8 +194,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
             reminders; the cue is the text of the last human message. Without
             one, no reminders are shown (no default matcher is shipped).
-        strict: on a store outage, answer every tool call with the gate's
-            ``Precondition check unavailable`` error instead of passing through.
+        strict: on a store outage with no recent catalog of the scope (see
+            ``TurnMemory``'s ``outage_grace``), answer every tool call with the
+            gate's ``Precondition check unavailable`` error instead of passing through.
+        count_failed_calls: let a failed tool result (``status="error"``)
+            satisfy a precondition, as the seeds did (default False, SPEC §13).
 
     Put it *before* (outside) ``AnthropicPromptCachingMiddleware`` in
     ``middleware=[...]``, so the caching middleware sees the final system
@@ -208,7 +211,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ... ])  # doctest: +SKIP
     """
 
-    def __init__(self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: bool = False) -> None:
+    def __init__(
+        self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: bool = False,
+        count_failed_calls: bool = False,
+    ) -> None:
         super().__init__()
         if not isinstance(memory, TurnMemory):
             raise TypeError(f"memory must be a TurnMemory, got {type(memory).__name__}")
@@ -221,6 +227,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.memory = memory
         self.evaluator = evaluator
         self.strict = bool(strict)
+        self.count_failed_calls = bool(count_failed_calls)
         self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
         self._linters: dict[frozenset[str], ToolLinter] = {}
 
@@ -359,5 +366,6 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         history = _history_before(messages_of(state), call_id)
         alone = AIMessage(content="", tool_calls=[{"name": name, "args": dict(call.get("args") or {}), "id": call_id}])
         fields = dict(state) if isinstance(state, Mapping) else {}
-        decisions = await run_gate({**fields, "messages": [*history, alone]}, skills, strict=self.strict)
+        decisions = await run_gate({**fields, "messages": [*history, alone]}, skills, strict=self.strict,
+                                   count_failed_calls=self.count_failed_calls)
         return decisions[0] if decisions else GateDecision(name, call_id, "allowed")
