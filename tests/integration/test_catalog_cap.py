@@ -53,3 +53,22 @@ async def test_a_seed_file_past_the_cap_names_the_file(
     with pytest.raises(ValidationError, match=r"seed\.yaml: skills: .*over the cap"):
         await apply_seed(store, plan_seed(load_seed_file(path), None))
     assert (await TurnMemory(store).begin(scope)).skills == ()
+
+
+async def test_doctor_reports_hand_seeded_scopes_over_the_cap_and_oversized_skills(
+    store: GraphMemoryStore, scope: MemoryScope, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from symfonic_graph import doctor
+
+    monkeypatch.setattr(doctor, "MAX_SKILLS_PER_SCOPE", 2)
+    await store.driver.execute_query(
+        "UNWIND range(1, 3) AS i CREATE (:Skill {id: $t + '-' + i, tenant_id: $t, label: 'L' + i, "
+        "steps: ['s'], status: 'approved'})", t=scope.tenant_id, database_=store.database)
+    await store.driver.execute_query(
+        "CREATE (:Skill {id: $t + '-big', tenant_id: $t, namespace: 'ns', label: $label, steps: ['s'], "
+        "status: 'approved'})", t=scope.tenant_id, label="x" * (_limits.MAX_PROPERTY_BYTES + 1),
+        database_=store.database)
+    found = [f for f in await doctor.diagnose(store, scope.tenant_id) if f.check == "skill_cap"]
+    assert sorted((f.label, f.node) for f in found) == [
+        ("Scope", f"tenant {scope.tenant_id!r} (tenant-wide)"), ("Skill", f"{scope.tenant_id}-big")]
+    assert any("owns 3 skills, over the cap of 2" in f.problem for f in found)
