@@ -56,7 +56,7 @@ async def test_a_seed_file_past_the_cap_names_the_file(
 
 
 async def test_doctor_reports_hand_seeded_scopes_over_the_cap_and_oversized_skills(
-    store: GraphMemoryStore, scope: MemoryScope, monkeypatch: pytest.MonkeyPatch
+    store: GraphMemoryStore, scope: MemoryScope, monkeypatch: pytest.MonkeyPatch, forget: list[str]
 ) -> None:
     from symfonic_graph import doctor
 
