@@ -9,6 +9,7 @@ from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.errors import (
     AuthenticationError,
     AuthorityError,
+    ConfigurationError,
     MemoryContractError,
     NotFoundError,
     QueryError,
@@ -56,6 +57,7 @@ __all__ = [
     "AuthenticationError",
     "AuthorityError",
     "ComposedPrompt",
+    "ConfigurationError",
     "DroppedSkill",
     "Fact",
     "GateDecision",

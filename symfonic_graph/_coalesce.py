@@ -7,15 +7,20 @@ loop), the batch goes to Neo4j as one ``turn_snapshot`` query over all its
 scopes, and each caller gets its own row. Each scope is filtered by its own
 tenant inside the query, and ``TurnMemory`` re-checks every row on the way out.
 
-One failing scope never fails the others: when the batch query itself fails
-for any reason but a store outage, each scope is read again on its own, so
-only the scope that fails raises. A store outage fails every caller of the
-batch with the same ``StoreUnavailableError``.
+One failing scope never fails the others: when the batch query fails for any
+reason, a timeout included (one tenant's catalog too big to ship in time),
+each scope is read again on its own, so only the scope that fails raises. A
+scope that then fails alone is read on its own, outside every batch, for the
+next ``SOLO_SECONDS``, so its neighbours do not wait for it again. In a real
+outage every scope's own read fails too, each with its own
+``StoreUnavailableError`` (``TurnMemory`` then enforces each scope's last
+catalog within its ``outage_grace``).
 """
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -24,7 +29,10 @@ from symfonic_graph.errors import StoreUnavailableError
 Row = dict[str, Any]
 ReadMany = Callable[[list[Mapping[str, Any]]], Awaitable[list[Row]]]
 
-__all__ = ["Coalescer"]
+__all__ = ["SOLO_SECONDS", "Coalescer"]
+
+SOLO_SECONDS = 60.0
+"""How long a scope whose own read failed is kept out of batches."""
 
 
 class Coalescer:
@@ -43,10 +51,18 @@ class Coalescer:
         self._batch: list[tuple[Mapping[str, Any], asyncio.Future[Row]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        self._solo: dict[tuple[Any, Any], float] = {}  # scope -> until when it is read alone
         self.queries = 0  # batch queries sent (for the benchmark and tests)
 
     async def read(self, scope_params: Mapping[str, Any]) -> Row:
         """This scope's row, read together with whatever other scopes arrive in the window."""
+        key = _key(scope_params)
+        until = self._solo.get(key)
+        if until is not None:
+            if time.monotonic() < until:
+                [row] = await self._alone(scope_params)
+                return row
+            del self._solo[key]
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Row] = loop.create_future()
         self._batch.append((scope_params, future))
@@ -80,13 +96,30 @@ class Coalescer:
                     future.set_exception(StoreUnavailableError("the coalesced turn read was cancelled"))
             raise
         except Exception as exc:
-            if len(live) == 1 or isinstance(exc, StoreUnavailableError):
-                for _, future in live:
-                    if not future.done():
-                        future.set_exception(exc)
+            if len(live) == 1:
+                self._solo[_key(live[0][0])] = time.monotonic() + SOLO_SECONDS
+                if len(self._solo) > 4 * self.max_batch:  # forget the oldest
+                    self._solo.pop(next(iter(self._solo)))
+                if not live[0][1].done():
+                    live[0][1].set_exception(exc)
                 return
-            await asyncio.gather(*(self._send([entry]) for entry in live))  # one failing scope fails alone
+            # One failing (or slow) scope fails alone: every scope is read again on its own.
+            await asyncio.gather(*(self._send([entry]) for entry in live))
             return
         for (_, future), row in zip(live, rows, strict=True):
             if not future.done():
                 future.set_result(row)
+
+    async def _alone(self, params: Mapping[str, Any]) -> list[Row]:
+        """A read of one scope kept out of batches; it joins them again once it succeeds."""
+        try:
+            rows = await self._read_many([params])
+        except Exception:
+            self._solo[_key(params)] = time.monotonic() + SOLO_SECONDS
+            raise
+        self._solo.pop(_key(params), None)
+        return rows
+
+
+def _key(params: Mapping[str, Any]) -> tuple[Any, Any]:
+    return params.get("tenant_id"), params.get("namespace")

@@ -4,8 +4,9 @@ Skills are checked with the one read model (``models.read_skill``) over the
 one projection a turn reads, so doctor reports exactly what a turn skips or
 ignores, with the field path of each problem (``precondition[1].tool``).
 Triggers, catalogs, identifier keys, cross-tenant ``REQUIRES`` edges, scopes
-over the trigger cap, ids shared by several tenants (a copied seed script) and
-missing indexes are checked too. Every finding names its tenant and namespace.
+over the trigger cap or the skill cap (``_limits``), ids shared by several
+tenants (a copied seed script) and missing indexes are checked too. Every
+finding names its tenant and namespace.
 
 Doctor never crashes on the data it is meant to report: every Cypher
 expression of ``doctor.cypher`` survives any property type, and each finding
@@ -19,6 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from symfonic_graph._limits import MAX_PROPERTY_BYTES, MAX_SKILLS_PER_SCOPE
 from symfonic_graph.models import SkillReading, read_skill
 from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.scope import MemoryScope
@@ -232,6 +234,25 @@ async def _copied_id_findings(store: GraphMemoryStore, tenant_id: str | None) ->
     return findings
 
 
+async def _catalog_bound_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    findings = []
+    for row in await store.read("doctor_skill_cap", tenant_id=tenant_id, max_skills=MAX_SKILLS_PER_SCOPE,
+                                max_chars=MAX_PROPERTY_BYTES):
+        tenant, namespace, skills = row["tenant_id"], row["namespace"], int(row["skills"])
+        node = f"tenant {tenant!r}" + (" (tenant-wide)" if namespace is None else f" namespace {namespace!r}")
+        if skills > MAX_SKILLS_PER_SCOPE:
+            findings.append(Finding(
+                "skill_cap", "Scope", node,
+                f"owns {skills} skills, over the cap of {MAX_SKILLS_PER_SCOPE} a write allows: every turn ships "
+                "them all; retract unused skills, or split them across namespaces"))
+        for skill_id in row["oversized"]:
+            findings.append(Finding(
+                "skill_cap", "Skill", str(skill_id),
+                f"a label, context or step longer than {MAX_PROPERTY_BYTES} characters ({node}): every turn "
+                "ships it; shorten it"))
+    return findings
+
+
 async def diagnose(
     store: GraphMemoryStore, tenant_id: str | None = None, *, max_triggers: int = DEFAULT_MAX_TRIGGERS
 ) -> list[Finding]:
@@ -261,6 +282,7 @@ async def diagnose(
     findings.extend(await _key_findings(store, tenant_id))
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
     findings.extend(await _copied_id_findings(store, tenant_id))
+    findings.extend(await _catalog_bound_findings(store, tenant_id))
     indexes = {row["name"]: row["state"] for row in await store.read("doctor_indexes")}
     for name in EXPECTED_INDEXES:
         if name not in indexes:

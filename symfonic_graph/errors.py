@@ -4,6 +4,7 @@
      ├── ScopeError (also ValueError)            a tenant id or namespace is unusable
      ├── ValidationError (also ValueError)       a write's input is wrong; nothing was written
      ├── MemoryContractError (also ValueError)   a policy or composition breaks the contract
+ ├── ConfigurationError                      the app's wiring is broken (e.g. a skill lookup raised)
      ├── QueryFileError                          a .cypher file is malformed (names file:line)
      ├── SchemaError                             the schema could not be applied
      ├── NotFoundError (also LookupError)        no visible node with that id in the scope
@@ -50,6 +51,15 @@ class ValidationError(SymfonicGraphError, ValueError):
 
 class MemoryContractError(SymfonicGraphError, ValueError):
     """A retrieval policy or capability composition breaks the memory contract."""
+
+
+class ConfigurationError(SymfonicGraphError):
+    """The application's wiring is broken, never a store outage: fix the code, retrying will not help.
+
+    Raised out of the gate when a skill lookup raises anything but
+    ``StoreUnavailableError`` (the original exception is the ``__cause__``)
+    or returns something that is not an iterable of skills.
+    """
 
 
 class QueryFileError(SymfonicGraphError):

@@ -16,9 +16,10 @@ Decisions:
       provider). For messages that lost their metadata on a round trip, a
       ``status="error"`` result whose content starts with one of the gate's
       prefixes is treated as injected too.
-    * Any failure of the skill lookup: pass through (``{}``) with a WARNING by
-      default; ``strict=True`` blocks every call with a "store unavailable" error.
-      The gate never raises into the graph run.
+    * A store outage (``StoreUnavailableError`` from the skill lookup): pass
+      through (``{}``) with a WARNING by default; ``strict=True`` blocks every
+      call with a "store unavailable" error. Any other failure of the lookup is
+      a programming error and raises (``ScopeError``, ``ConfigurationError``).
 
 The node alone answers only the calls it blocks; use
 :func:`symfonic_graph.langgraph.create_guarded_tool_node` so that every call id
@@ -56,7 +57,7 @@ from symfonic_graph._messages import (
     parse_turn,
     terminal_tool_calls,
 )
-from symfonic_graph.errors import ScopeError
+from symfonic_graph.errors import ConfigurationError, ScopeError, StoreUnavailableError
 from symfonic_graph.preconditions import DroppedSkill, log_dropped
 from symfonic_graph.ruleset import RuleSet, SkillCheck, rules_of
 
@@ -83,6 +84,7 @@ log = logging.getLogger(__name__)
 ENFORCE_FLAG: Final = "_procedural_enforce_preconditions"
 """State key that turns enforcement on for :func:`precondition_condition`."""
 
+_ABSENT: Final = object()
 Verdict = Literal["allowed", "blocked", "store_unavailable"]
 SkillLookup = Callable[[Any], Awaitable[Iterable[Any] | None]]
 """``async (state) -> skills``: the active skills for this turn."""
@@ -283,6 +285,19 @@ def gate_decisions(
         ()
     """
     history, calls = parse_turn(messages)
+    return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls,
+                        enforce_shadow=enforce_shadow)
+
+
+def _decide_turn(
+    history: History,
+    calls: Sequence[ToolCallRef],
+    skills: Iterable[Any] | None,
+    state: object,
+    *,
+    count_failed_calls: bool,
+    enforce_shadow: bool = False,
+) -> tuple[GateDecision, ...]:
     if not calls:
         return ()
     rules = rules_of(skills)
@@ -315,11 +330,46 @@ def gate_errors(
 # --- the node ---------------------------------------------------------------------
 
 
-async def _lookup(get_active_skills: SkillLookup, state: object) -> Iterable[Any] | None:
-    result: Any = get_active_skills(state)
-    if inspect.isawaitable(result):
-        result = await result
-    return result if isinstance(result, RuleSet) else list(result or ())
+_NOT_SKILLS: Final = (str, bytes, bytearray, int, float, bool)  # never a skill, nor skills
+
+
+async def _lookup(get_active_skills: SkillLookup, state: object) -> Iterable[Any]:
+    """The lookup's skills; only ``StoreUnavailableError`` (an outage) gets out untouched.
+
+    Raises:
+        ScopeError: the turn has no usable scope.
+        StoreUnavailableError: the store did not answer.
+        ConfigurationError: the lookup raised anything else, or returned no iterable of skills.
+    """
+    try:
+        result: Any = get_active_skills(state)
+        if inspect.isawaitable(result):
+            result = await result
+    except (StoreUnavailableError, ScopeError):
+        raise
+    except Exception as exc:
+        log.error("the skill lookup %r raised %s; this is a bug in the wiring, not a store outage",
+                  get_active_skills, type(exc).__name__, exc_info=True)
+        raise ConfigurationError(
+            f"the skill lookup raised {type(exc).__name__}: {exc}. Only StoreUnavailableError is "
+            "treated as a store outage; fix the lookup (it must return the active skills)"
+        ) from exc
+    if result is None or isinstance(result, RuleSet):
+        return result or ()
+    problem = None
+    if isinstance(result, (*_NOT_SKILLS, Mapping)) or not isinstance(result, Iterable):
+        problem = f"returned {type(result).__name__} {result!r:.80}"
+    else:
+        skills = list(result)
+        bad = next((s for s in skills if s is None or isinstance(s, _NOT_SKILLS)), _ABSENT)
+        if bad is _ABSENT:
+            return skills
+        problem = f"returned an item that is no skill: {type(bad).__name__} {bad!r:.80}"
+    log.error("the skill lookup %r %s; this is a bug in the wiring, not a store outage",
+              get_active_skills, problem, stack_info=True)
+    raise ConfigurationError(
+        f"the skill lookup {problem}; it must return an iterable of skills (or None for no skills)"
+    )
 
 
 def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
@@ -332,13 +382,21 @@ async def run_gate(
 ) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 
-    A configuration error is loud: a missing or malformed scope raises
-    ``ScopeError`` out of the gate on the first turn. Any other failure of the
-    lookup (a store outage) logs a WARNING and returns ``()`` (pass through),
-    or, with ``strict=True``, a ``"store_unavailable"`` decision for every call.
+    A store outage (``StoreUnavailableError`` from the lookup) logs a WARNING
+    and returns ``()`` (pass through), or, with ``strict=True``, a
+    ``"store_unavailable"`` decision for every call. A ``TurnMemory`` lookup
+    raises it only when it holds no recent catalog for the scope (see its
+    ``outage_grace``). Every other failure is a programming error and loud:
+    a missing or malformed scope raises ``ScopeError``; any other exception
+    of the lookup, or a result that is no iterable of skills, raises
+    ``ConfigurationError`` (logged at ERROR with the traceback).
 
     Raises:
         ScopeError: the lookup found no usable scope for the turn.
+        ConfigurationError: the lookup raised, or returned no iterable of skills.
+
+    ``count_failed_calls=True`` lets a failed tool result (``status="error"``)
+    satisfy a precondition, as in the seeds (SPEC §13); default False.
 
     Example:
         >>> import asyncio
@@ -347,8 +405,7 @@ async def run_gate(
         ()
     """
     try:
-        messages = messages_of(state)
-        calls = terminal_tool_calls(messages)
+        history, calls = parse_turn(messages_of(state))  # the conversation is read once per gate run
     except Exception:
         log.warning("precondition gate could not read the messages; passing through", exc_info=True)
         return ()
@@ -356,15 +413,13 @@ async def run_gate(
         return ()
     try:
         skills = await _lookup(get_active_skills, state)
-        return gate_decisions(messages, skills, state, count_failed_calls=count_failed_calls)
-    except ScopeError:
-        raise  # a programming error, never an outage: fail loud
-    except Exception as exc:
+    except StoreUnavailableError as exc:  # an outage; ScopeError and ConfigurationError are loud
         if strict:
-            log.warning("precondition lookup failed (%r); strict mode blocks %d call(s)", exc, len(calls))
+            log.warning("precondition lookup failed (%s); strict mode blocks %d call(s)", exc, len(calls))
             return _unavailable(calls)
-        log.warning("precondition lookup failed (%r); passing through without enforcement", exc)
+        log.warning("precondition lookup failed (%s); passing through without enforcement", exc)
         return ()
+    return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls)
 
 
 def create_precondition_gate_node(

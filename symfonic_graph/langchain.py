@@ -12,17 +12,24 @@ Per model call, the middleware:
    ``config["configurable"]``, then ``state["memory_scope"]``). A missing or
    malformed scope raises ``ScopeError`` out of ``ainvoke``;
 2. runs ``memory.begin(scope)`` once: the turn's one read;
-3. appends the pre-flight block to the system message as its **last**
+3. checks the catalog against the model call's tools (``request.tools``),
+   logging once per scope and catalog the rules whose action tool the agent
+   lacks (WARNING) or whose precondition tools it lacks (ERROR), see
+   :mod:`symfonic_graph.lint`;
+4. appends the pre-flight block, without the rules whose action tool the
+   agent lacks, to the system message as its **last**
    content block. The system message then depends only on your prompt, the
    tenant's catalog and the state, so it is byte-identical from call to call
    while the catalog is unchanged, and a prompt-caching middleware placed
    *after* this one caches it;
-4. with an ``evaluator``, selects the pending reminders the last human
+5. with an ``evaluator``, selects the pending reminders the last human
    message satisfies and sends their tasks as one trailing ``HumanMessage``
    after the whole history: after every cached part, never stored in the
    agent state;
-5. remembers, for each tool call the model then requests, the snapshot the
-   model was shown.
+6. remembers, for each tool call the model then requests, the snapshot the
+   model was shown. A call decided more than ``memory.max_age`` seconds
+   later (a run resumed after a human-approval interrupt) is decided on a
+   fresh read instead: no snapshot outlives ``max_age``.
 
 Per tool call, it runs the gate (``run_gate``) on that call alone, against
 that snapshot, so decisions, outage policy and telemetry are those of every
@@ -33,11 +40,14 @@ answered. Same-batch rule: only tool results *before* the AI message that
 requested the call count as called, so a precondition requested in the same
 batch as its action does not satisfy it.
 
-Failure modes: a store outage (``StoreUnavailableError``, or any other
-failure of the read) lets the model call proceed without the block and the
-reminders, with a WARNING; tool calls then pass through, or with
-``strict=True`` are answered with the gate's ``Precondition check
-unavailable`` error. A missing or malformed scope is never an outage.
+Failure modes: during a store outage (``StoreUnavailableError``) the
+``TurnMemory`` enforces the scope's last catalog for ``max_age +
+outage_grace`` seconds (stale, with a WARNING). A scope without one lets the
+model call proceed without the block and the reminders, with a WARNING; tool
+calls then pass through, or with ``strict=True`` are answered with the gate's
+``Precondition check unavailable`` error. A missing or malformed scope is
+never an outage (``ScopeError``), nor is any other failure of the read
+(``ConfigurationError`` from the gate).
 
 Only the async hooks are implemented (the Neo4j driver is async): run the
 agent with ``ainvoke``/``astream``.
@@ -66,8 +76,10 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.types import Command
 
 from symfonic_graph._messages import field, messages_of
-from symfonic_graph.errors import ScopeError
+from symfonic_graph.errors import ScopeError, StoreUnavailableError
 from symfonic_graph.gate import GateDecision, run_gate
+from symfonic_graph.lint import ToolLinter, tool_names
+from symfonic_graph.preflight import preflight_block
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.triggers import ProspectiveTriggerCapability
 from symfonic_graph.turn import TurnMemory, TurnSnapshot
@@ -84,6 +96,7 @@ REMINDERS_MARKER_VALUE: Final = "reminders"
 Evaluator = Callable[[str, str], object]
 _ABSENT: Final = object()
 _MAX_REMEMBERED_CALLS = 10_000
+_MAX_LINTERS = 64  # distinct tool sets (one per agent, usually)
 
 
 def _member(holder: object, key: str) -> object:
@@ -182,8 +195,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
             reminders; the cue is the text of the last human message. Without
             one, no reminders are shown (no default matcher is shipped).
-        strict: on a store outage, answer every tool call with the gate's
-            ``Precondition check unavailable`` error instead of passing through.
+        strict: on a store outage with no recent catalog of the scope (see
+            ``TurnMemory``'s ``outage_grace``), answer every tool call with the
+            gate's ``Precondition check unavailable`` error instead of passing through.
+        count_failed_calls: let a failed tool result (``status="error"``)
+            satisfy a precondition, as the seeds did (default False, SPEC §13).
 
     Put it *before* (outside) ``AnthropicPromptCachingMiddleware`` in
     ``middleware=[...]``, so the caching middleware sees the final system
@@ -196,7 +212,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ... ])  # doctest: +SKIP
     """
 
-    def __init__(self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: bool = False) -> None:
+    def __init__(
+        self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: bool = False,
+        count_failed_calls: bool = False,
+    ) -> None:
         super().__init__()
         if not isinstance(memory, TurnMemory):
             raise TypeError(f"memory must be a TurnMemory, got {type(memory).__name__}")
@@ -209,7 +228,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.memory = memory
         self.evaluator = evaluator
         self.strict = bool(strict)
+        self.count_failed_calls = bool(count_failed_calls)
         self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
+        self._linters: dict[frozenset[str], ToolLinter] = {}
 
     # --- scope -----------------------------------------------------------------------
 
@@ -244,9 +265,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         scope = self.scope_for(getattr(request.runtime, "context", None), request.state)
         try:
             snapshot = await self.memory.begin(scope)
-        except ScopeError:
-            raise
-        except Exception as exc:
+        except StoreUnavailableError as exc:
             log.warning("memory read failed for tenant %r (%r); the model runs without the pre-flight block "
                         "and reminders", scope.tenant_id, exc)
             return await handler(request)
@@ -257,7 +276,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def _prepared(
         self, request: ModelRequest[Any], scope: MemoryScope, snapshot: TurnSnapshot
     ) -> ModelRequest[Any]:
-        block = snapshot.preflight(request.state)
+        linter = self._linter(request.tools)
+        linter.check(snapshot.skills)  # logged once per scope and catalog
+        block = preflight_block(linter.for_preflight(snapshot.skills), request.state,
+                                include_negative=snapshot.include_negative)
         system = with_preflight(request.system_message, block.content) if block is not None else request.system_message
         messages: list[AnyMessage] = list(request.messages)
         reminders = await self._reminders(request.messages, scope, snapshot)
@@ -289,6 +311,15 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                     self._shown.move_to_end(key)
         while len(self._shown) > _MAX_REMEMBERED_CALLS:
             self._shown.popitem(last=False)
+
+    def _linter(self, tools: Sequence[Any]) -> ToolLinter:
+        names = tool_names(tools)
+        linter = self._linters.get(names)
+        if linter is None:
+            linter = self._linters[names] = ToolLinter(names)
+            while len(self._linters) > _MAX_LINTERS:
+                self._linters.pop(next(iter(self._linters)))
+        return linter
 
     # --- the tool call ---------------------------------------------------------------
 
@@ -327,12 +358,15 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         shown = self._shown.get((scope, call_id)) if isinstance(call_id, str) else None
 
         async def skills(_: object) -> tuple[Any, ...]:
-            # a call this middleware did not see requested (e.g. a run resumed elsewhere): read now
-            snapshot = shown if shown is not None else await self.memory.begin(scope)
+            # Read now when this middleware did not see the call requested (a run resumed elsewhere),
+            # or when the snapshot is older than max_age (a run resumed after a human approval).
+            fresh = shown is not None and self.memory.clock() - shown.taken_at < self.memory.max_age
+            snapshot = shown if shown is not None and fresh else await self.memory.begin(scope)
             return snapshot.skills
 
         history = _history_before(messages_of(state), call_id)
         alone = AIMessage(content="", tool_calls=[{"name": name, "args": dict(call.get("args") or {}), "id": call_id}])
         fields = dict(state) if isinstance(state, Mapping) else {}
-        decisions = await run_gate({**fields, "messages": [*history, alone]}, skills, strict=self.strict)
+        decisions = await run_gate({**fields, "messages": [*history, alone]}, skills, strict=self.strict,
+                                   count_failed_calls=self.count_failed_calls)
         return decisions[0] if decisions else GateDecision(name, call_id, "allowed")

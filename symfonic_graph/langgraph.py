@@ -31,12 +31,13 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import BaseMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, MessagesState, StateGraph
@@ -45,9 +46,12 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Checkpointer, Command
 
 from symfonic_graph._messages import messages_of, terminal_ai_message
-from symfonic_graph.errors import ScopeError
+from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.gate import SkillLookup, run_gate
-from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.lint import ToolLinter
+from symfonic_graph.preflight import preflight_block
+from symfonic_graph.ruleset import RuleSet
+from symfonic_graph.triggers import ProspectiveTriggerCapability
 from symfonic_graph.turn import TurnMemory
 
 __all__ = ["GuardedNode", "build_agent_graph", "create_guarded_tool_node"]
@@ -57,6 +61,8 @@ log = logging.getLogger(__name__)
 ToolsArg = ToolNode | Sequence[BaseTool | Callable[..., Any]]
 Memory = TurnMemory | SkillLookup
 """A ``TurnMemory`` (recommended: one read per turn), or any ``async (state) -> skills``."""
+Evaluator = Callable[[str, str], object]
+"""``(condition, cue) -> bool``: whether a pending reminder's condition holds for the cue."""
 
 
 class GuardedNode(Protocol):
@@ -116,6 +122,7 @@ def create_guarded_tool_node(
     *,
     strict: bool = False,
     messages_key: str = "messages",
+    count_failed_calls: bool = False,
 ) -> GuardedNode:
     """Build a tool node that enforces preconditions and answers every tool call.
 
@@ -124,11 +131,19 @@ def create_guarded_tool_node(
         memory: a ``TurnMemory`` (it finds the scope in the runtime context,
             ``config["configurable"]`` or ``state["memory_scope"]``), or any
             ``async (state) -> skills``.
-        strict: block every call when the skill lookup fails (a store outage).
+        strict: block every call when the store is unavailable and no recent
+            catalog of the scope is held, instead of passing through.
         messages_key: the state key holding the messages.
+        count_failed_calls: let a failed tool result satisfy a precondition
+            (the seeds' behaviour; default False, SPEC §13).
+
+    The node checks the rules against ``tools`` and logs, once per scope and
+    catalog, rules whose action tool it lacks (WARNING) or whose precondition
+    tools it lacks (ERROR); see :mod:`symfonic_graph.lint`.
 
     Raises:
         ScopeError: from the node, when the turn has no usable scope.
+        ConfigurationError: from the node, when the skill lookup is broken.
 
     Returns:
         An async node ``(state, config) -> update`` answering each call of the
@@ -139,14 +154,32 @@ def create_guarded_tool_node(
         >>> builder.add_node("tools", node)  # doctest: +SKIP
     """
     tool_node = _as_tool_node(tools)
-    get_active_skills = _lookup_of(memory)
+    return _guarded_node(tool_node, memory, ToolLinter(tool_node.tools_by_name), strict=strict,
+                         messages_key=messages_key, count_failed_calls=count_failed_calls)
+
+
+def _guarded_node(
+    tool_node: ToolNode, memory: Memory, linter: ToolLinter, *, strict: bool, messages_key: str,
+    count_failed_calls: bool,
+) -> GuardedNode:
+    lookup = _lookup_of(memory)
+
+    async def get_active_skills(state: Any) -> Any:
+        skills: Any = lookup(state)
+        if inspect.isawaitable(skills):
+            skills = await skills
+        if isinstance(skills, Iterable) and not isinstance(skills, (str, bytes, Mapping)):
+            skills = skills if isinstance(skills, RuleSet) else list(skills)
+            linter.check(skills)  # a broken lookup result is left for the gate to report
+        return skills
 
     async def guarded_tools(state: Any, config: RunnableConfig) -> Any:
         messages = list(messages_of(state, messages_key))
         ai = terminal_ai_message(messages)
         if ai is None:
             return {}
-        decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]), get_active_skills, strict=strict)
+        decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]), get_active_skills, strict=strict,
+                                   count_failed_calls=count_failed_calls)
         blocked = {i: m for i, d in enumerate(decisions) if (m := d.to_tool_message()) is not None}
         allowed = [call for i, call in enumerate(ai.tool_calls) if i not in blocked]
         executed: list[ToolMessage] = []
@@ -171,19 +204,69 @@ def _gate_state(state: Any, history: list[Any]) -> Any:
     return {**fields, "messages": history}
 
 
-async def _preflight_messages(memory: Memory, state: Any) -> list[BaseMessage]:
-    """The pre-flight block as a system message; one ``begin()`` per model call with a TurnMemory."""
+def _system_message(system_prompt: str | SystemMessage | None, block: str | None) -> list[BaseMessage]:
+    """The system message: the prompt, then the pre-flight block as its last content block."""
+    prompt = SystemMessage(content=system_prompt) if isinstance(system_prompt, str) else system_prompt
+    if block is None:
+        return [prompt] if prompt is not None else []
+    if prompt is None:
+        return [SystemMessage(content=block)]
+    content = prompt.content
+    blocks: list[str | dict[Any, Any]] = list(content) if not isinstance(content, str) else (
+        [{"type": "text", "text": content}] if content else [])
+    return [prompt.model_copy(update={"content": [*blocks, {"type": "text", "text": block}]})]
+
+
+class _Cue:
+    """The request shape ``ProspectiveTriggerCapability`` reads its cue from."""
+
+    __slots__ = ("prompt",)
+
+    def __init__(self, prompt: str) -> None:
+        self.prompt = prompt
+
+
+def _last_human_text(messages: Sequence[Any]) -> str:
+    for message in reversed(messages):
+        if isinstance(message, HumanMessage):
+            return str(message.text)
+    return ""
+
+
+async def _turn_messages(
+    memory: Memory, state: Any, linter: ToolLinter, *, preflight: bool, evaluator: Evaluator | None,
+) -> tuple[str | None, list[BaseMessage]]:
+    """The turn's one read: the pre-flight block and the reminders message (never stored in the state)."""
     try:
         if isinstance(memory, TurnMemory):
-            block = (await memory.begin(memory.scope_from(state))).preflight(state)
+            scope = memory.scope_from(state)
+            snapshot = await memory.begin(scope)
+            skills: Any = snapshot.skills
         else:
-            block = build_preflight_contribution(list(await memory(state) or ()), state)
-    except ScopeError:
-        raise  # a programming error: fail loud
-    except Exception as exc:
-        log.warning("pre-flight block skipped: skill lookup failed (%r)", exc)
-        return []
-    return [SystemMessage(content=block.content)] if block is not None else []
+            scope, snapshot = None, None
+            skills = memory(state)
+            if inspect.isawaitable(skills):
+                skills = await skills
+    except StoreUnavailableError as exc:  # no recent catalog either (TurnMemory keeps it for outage_grace)
+        log.warning("pre-flight block and reminders skipped: the store is unavailable (%s)", exc)
+        return None, []
+    if isinstance(skills, Iterable) and not isinstance(skills, (str, bytes, Mapping)):
+        skills = skills if isinstance(skills, RuleSet) else list(skills)
+        linter.check(skills)
+    else:
+        skills = ()  # the gate reports the broken lookup (ConfigurationError)
+    block = None
+    if preflight:
+        include_negative = snapshot.include_negative if snapshot is not None else False
+        contribution = preflight_block(linter.for_preflight(skills), state, include_negative=include_negative)
+        block = contribution.content if contribution is not None else None
+    reminders: list[BaseMessage] = []
+    if evaluator is not None and snapshot is not None and scope is not None and snapshot.triggers:
+        capability = ProspectiveTriggerCapability(snapshot, evaluator, scope)
+        contributions = await capability.contribute(_Cue(_last_human_text(messages_of(state))))
+        if contributions:
+            reminders.append(HumanMessage(content="\n\n".join(c.content for c in contributions)))
+    return block, reminders
 
 
 def build_agent_graph(
@@ -191,45 +274,75 @@ def build_agent_graph(
     tools: ToolsArg,
     memory: Memory,
     *,
+    system_prompt: str | SystemMessage | None = None,
+    evaluator: Evaluator | None = None,
+    state_schema: type[Any] | None = None,
     strict: bool = False,
+    count_failed_calls: bool = False,
     preflight: bool = True,
     checkpointer: Checkpointer = None,
     context_schema: type[Any] | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A compiled agent loop: ``agent -> guarded tools -> agent``, END without tool calls.
 
+    On par with ``MemoryMiddleware`` (SPEC §13): the same pre-flight block,
+    reminders, outage policy and tool check.
+
     Args:
         model: a chat model supporting ``bind_tools``.
         tools: the tools, or a configured ``ToolNode``.
         memory: a ``TurnMemory`` (recommended: one ``begin()`` per model call
-            serves the pre-flight block and the gate), or ``async (state) -> skills``.
-        strict: block every call when the skill lookup fails (a store outage).
-        preflight: prepend the pre-flight block as a system message each turn
-            (not stored in the state).
+            serves the pre-flight block, the reminders and the gate), or
+            ``async (state) -> skills``.
+        system_prompt: your system prompt; the pre-flight block is appended
+            to it as its last content block.
+        evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
+            reminders (needs a ``TurnMemory``); their tasks are sent as one
+            trailing ``HumanMessage`` after the history, never stored.
+        state_schema: the graph's state type (default ``MessagesState``); it
+            must have ``messages`` with the ``add_messages`` reducer. Its other
+            fields are what state predicates see.
+        strict: block every call when the store is unavailable and no recent
+            catalog of the scope is held, instead of passing through.
+        count_failed_calls: let a failed tool result satisfy a precondition
+            (the seeds' behaviour; default False).
+        preflight: show the pre-flight block each turn (not stored in the state).
         checkpointer: optional LangGraph checkpointer.
         context_schema: the runtime context type, if you declare one.
 
     The scope of a turn comes from the runtime context (or
     ``config["configurable"]``), so a plain ``MessagesState`` agent enforces;
-    a turn without a usable scope raises ``ScopeError``.
+    a turn without a usable scope raises ``ScopeError``, a broken lookup
+    ``ConfigurationError``. Rules that do not fit ``tools`` are logged once per
+    scope and catalog, and the block leaves out rules whose action tool the
+    agent lacks (see :mod:`symfonic_graph.lint`).
+
+    Raises:
+        TypeError: ``evaluator`` without a ``TurnMemory``, or not a synchronous callable.
 
     Example:
         >>> graph = build_agent_graph(model, [get_status, post_message], TurnMemory(store))  # doctest: +SKIP
         >>> await graph.ainvoke({"messages": [("user", "go")]}, context=MemoryScope("acme"))  # doctest: +SKIP
     """
+    if evaluator is not None:
+        if not callable(evaluator) or inspect.iscoroutinefunction(evaluator):
+            raise TypeError("evaluator must be a synchronous (condition, cue) -> bool callable")
+        if not isinstance(memory, TurnMemory):
+            raise TypeError("evaluator needs memory=TurnMemory(store): reminders come from the turn's read")
     tool_node = _as_tool_node(tools)
     bound = model.bind_tools(list(tool_node.tools_by_name.values()))
+    linter = ToolLinter(tool_node.tools_by_name)
+    schema: type[Any] = state_schema if state_schema is not None else MessagesState
 
-    async def agent(state: MessagesState) -> dict[str, Any]:
-        prefix = await _preflight_messages(memory, state) if preflight else []
-        response = await bound.ainvoke([*prefix, *state["messages"]])
+    async def agent(state: Any) -> dict[str, Any]:
+        block, reminders = await _turn_messages(memory, state, linter, preflight=preflight, evaluator=evaluator)
+        response = await bound.ainvoke([*_system_message(system_prompt, block), *messages_of(state), *reminders])
         return {"messages": [response]}
 
-    builder: StateGraph[MessagesState, Any, MessagesState, MessagesState] = StateGraph(
-        MessagesState, context_schema=context_schema
-    )
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema)
     builder.add_node("agent", agent)
-    builder.add_node("tools", create_guarded_tool_node(tool_node, memory, strict=strict))
+    builder.add_node("tools", _guarded_node(tool_node, memory, linter, strict=strict, messages_key="messages",
+                                            count_failed_calls=count_failed_calls))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")

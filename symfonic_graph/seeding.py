@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from symfonic_graph._limits import refuse_over_cap
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.layers.procedural import skill_row
 from symfonic_graph.layers.prospective import trigger_row
@@ -165,7 +166,9 @@ def _statements(plan: SeedPlan) -> tuple[list[Statement], dict[int, Callable[[in
         if block.skills:
             checks[len(statements)] = refuse_held_keys(len(statements), "skill")
             statements += [("skill_keys_held", {"keys": held_keys(block.skills), **scope.params()}),
-                           ("skills_write", {"rows": block.skills}),
+                           ("skills_write", {"rows": block.skills})]
+            checks[len(statements)] = refuse_over_cap(len(statements), scope)
+            statements += [("skills_owned_count", scope.params()),
                            ("catalog_bump", {"tenant_id": scope.tenant_id})]
         if block.triggers:
             checks[len(statements)] = refuse_held_keys(len(statements), "trigger")

@@ -54,6 +54,7 @@ __all__ = [
     "GUARDRAIL_RESULT_EVENT",
     "SEARCH_MEMORY",
     "APPLY_GUARDRAIL",
+    "note_stale_rules",
     "note_turn_read",
     "set_tracer_provider",
     "traced_gate",
@@ -101,6 +102,10 @@ GATE_BLOCKED_TOOLS: Final = "symfonic_graph.gate.blocked_tools"
 MATCHED_SKILLS: Final = "symfonic_graph.precondition.matched_count"
 MISSING_TOOLS: Final = "symfonic_graph.precondition.missing"
 SKILL_LABEL: Final = "symfonic_graph.skill.label"
+RULES_STALE: Final = "symfonic_graph.rules.stale"
+RULES_AGE: Final = "symfonic_graph.rules.age_seconds"
+STALE_RESULT_TYPE: Final = "rules"
+"""``gen_ai.guardrail.result.type`` of the record saying an outage left the gate with its last rules."""
 
 VERDICT: Final = "verdict"
 """``gen_ai.guardrail.result.type``: the result field the gate reports (``GateDecision.verdict``)."""
@@ -279,6 +284,27 @@ def note_turn_read(query: str, *, skills_cached: bool) -> None:
     span = _turn_span.get()
     if span is not None:
         span.set_attributes({CYPHER_QUERY: query, SKILLS_CACHED: skills_cached})
+
+
+def note_stale_rules(age: float, reason: str) -> None:
+    """Inside ``TurnMemory.begin``: the store is down and the scope's last rules are enforced.
+
+    Adds a ``gen_ai.guardrail.result`` event (result type ``rules``, value
+    ``stale``, the outage as reason, the rules' age in seconds) to the
+    ``search_memory`` span of this call and marks the span
+    ``symfonic_graph.rules.stale``; does nothing outside one.
+    """
+    if not AVAILABLE:
+        return
+    span = _turn_span.get()
+    if span is None:
+        return
+    span.set_attributes({RULES_STALE: True, RULES_AGE: float(age)})
+    span.add_event(GUARDRAIL_RESULT_EVENT, {
+        GUARDRAIL_COMPONENT_NAME: GATE_COMPONENT, GUARDRAIL_RESULT_TYPE: STALE_RESULT_TYPE,
+        GUARDRAIL_RESULT_VALUE: "stale", RULES_AGE: float(age),
+        GUARDRAIL_RESULT_REASON: f"store unavailable, enforcing the last rules read: {reason}",
+    })
 
 
 # --- the gate ---------------------------------------------------------------------

@@ -20,7 +20,7 @@ import logging
 import math
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,7 +28,7 @@ from symfonic_graph import telemetry
 from symfonic_graph._coalesce import Coalescer
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
-from symfonic_graph.errors import ValidationError
+from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
 from symfonic_graph.preflight import preflight_block
 from symfonic_graph.ruleset import RuleSet, rules_of
@@ -41,6 +41,8 @@ log = logging.getLogger("symfonic_graph.turn")
 
 DEFAULT_MAX_AGE = 10.0
 """Seconds a cached catalog or snapshot may be reused (see ``TurnMemory``)."""
+DEFAULT_OUTAGE_GRACE = 600.0
+"""Seconds beyond ``max_age`` a scope's last catalog is still enforced while the store is down."""
 DEFAULT_MAX_TRIGGERS = 100
 """Pending triggers a turn reads at most, oldest first."""
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
@@ -61,6 +63,8 @@ class TurnSnapshot:
     triggers: tuple[PendingTrigger, ...]
     taken_at: float
     include_negative: bool = False
+    stale: bool = False
+    """True when the store was unavailable and these are the last rules read (see ``outage_grace``)."""
 
     def preflight(self, state: Mapping[str, Any] | None = None) -> PluginContribution | None:
         """The ``## ENFORCED PRE-FLIGHT RULES`` block of this turn, or None."""
@@ -77,9 +81,10 @@ class TurnSnapshot:
 @dataclass
 class _Catalog:
     version: int | None
-    fetched_at: float
+    fetched_at: float  # -inf once invalidated
     skills: tuple[Skill, ...]
     fingerprint: bytes | None = None  # of the rows the skills were read from (None: never reused)
+    read_at: float = -math.inf  # when its skills were shipped (kept by invalidate; an outage's grace counts from it)
 
 
 _JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
@@ -127,6 +132,15 @@ class TurnMemory:
             longer window batches more but every turn waits for it (1 ms
             costs about 1.5 ms at c=1). ``None`` turns coalescing off: every
             call reads on its own.
+        outage_grace: seconds beyond ``max_age`` for which, while the store
+            is unavailable (``StoreUnavailableError``), ``begin()`` enforces
+            the last catalog it read for the scope, with a WARNING and a
+            guardrail record saying the rules are stale (default 600). Only
+            a scope without such a catalog gets the outage error, and with
+            it the gate's pass-through / strict policy. ``0`` keeps a
+            catalog for ``max_age`` only.
+        clock: the monotonic clock ``max_age`` and ``outage_grace`` are
+            measured with (default ``time.monotonic``; tests pass a fake).
 
     Example:
         >>> memory = TurnMemory(store)
@@ -144,6 +158,8 @@ class TurnMemory:
         max_scopes: int = 10_000,
         max_triggers: int = DEFAULT_MAX_TRIGGERS,
         coalesce_window: float | None = 0.0,
+        outage_grace: float = DEFAULT_OUTAGE_GRACE,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.max_triggers = positive_count("max_triggers", max_triggers)
         if coalesce_window is not None and (
@@ -154,8 +170,16 @@ class TurnMemory:
         self._coalescer = None if coalesce_window is None else Coalescer(self._read_many, window=coalesce_window)
         if isinstance(max_age, bool) or not isinstance(max_age, (int, float)) or not 0 <= max_age < float("inf"):
             raise ValidationError("max_age", f"must be a finite number of seconds >= 0, got {max_age!r}")
+        if isinstance(outage_grace, bool) or not isinstance(outage_grace, (int, float)) or not (
+            0 <= outage_grace < float("inf")
+        ):
+            raise ValidationError("outage_grace", f"must be a finite number of seconds >= 0, got {outage_grace!r}")
+        if not callable(clock):
+            raise ValidationError("clock", f"must be a () -> float callable, got {type(clock).__name__}")
         self.store = store
         self.max_age = float(max_age)
+        self.outage_grace = float(outage_grace)
+        self.clock = clock
         self.scope_from = scope_from or scope_from_turn()
         self.include_negative = include_negative
         self.max_scopes = max_scopes
@@ -166,28 +190,37 @@ class TurnMemory:
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
         """Read this turn's memory in one query and remember it for the gate.
 
+        While Neo4j is unavailable, a scope whose last catalog is at most
+        ``max_age + outage_grace`` seconds old gets that catalog again, in a
+        snapshot marked ``stale`` (with a WARNING and a guardrail record).
+
         Raises:
             ScopeError: ``scope`` is not a usable scope.
-            StoreUnavailableError: Neo4j did not answer.
+            StoreUnavailableError: Neo4j did not answer, and no catalog of the
+                scope is recent enough to enforce meanwhile.
         """
         scope = scope_of(scope, where="begin(scope)")
-        now = time.monotonic()
+        now = self.clock()
         cached = self._catalogs.get(scope)
         fresh = cached is not None and now - cached.fetched_at < self.max_age
         known = cached.version if cached is not None and fresh else None
+        last = cached  # the catalog an outage falls back to
         for _ in range(_TORN_READS):
-            row = await self._read(scope, known)
+            try:
+                row = await self._read(scope, known)
+            except StoreUnavailableError as exc:
+                return self._last_rules(scope, last, now, exc)
             if not row["skills_fresh"] and cached is not None:
                 break
             # Only a scope seen before pays for the digest (a first read has nothing to compare with).
             fingerprint = _fingerprint(row["skills"]) if cached is not None else None
             if fingerprint is not None and cached is not None and fingerprint == cached.fingerprint:
                 # Shipped again (stale by age, or the version moved) but identical: keep the compiled rules.
-                cached = _Catalog(row["version"], now, cached.skills, fingerprint)
+                cached = _Catalog(row["version"], now, cached.skills, fingerprint, now)
                 break
             skills, torn = read_skills(row["skills"])
             cached = _Catalog(row["version"], now, RuleSet(keep_owned(scope, skills, "skill")),
-                              None if torn else fingerprint)
+                              None if torn else fingerprint, now)
             if not torn:
                 break
             known = None  # caught a re-seed half applied: read again
@@ -199,6 +232,22 @@ class TurnMemory:
         _remember(self._catalogs, scope, cached, self.max_scopes)
         snapshot = TurnSnapshot(scope, row["version"], cached.skills, _triggers(scope, row["triggers"]), now,
                                 self.include_negative)
+        _remember(self._snapshots, scope, snapshot, self.max_scopes)
+        return snapshot
+
+    def _last_rules(
+        self, scope: MemoryScope, last: _Catalog | None, now: float, exc: StoreUnavailableError
+    ) -> TurnSnapshot:
+        """The snapshot an outage leaves: the scope's last catalog while it is recent enough, else ``exc``."""
+        read_at = last.read_at if last is not None else -math.inf
+        age = now - read_at
+        if last is None or not age <= self.max_age + self.outage_grace:
+            raise exc
+        log.warning("store unavailable for %s (%s); enforcing the last rules read %.0fs ago (stale; "
+                    "outage_grace %.0fs beyond max_age)", scope, exc, age, self.outage_grace)
+        telemetry.note_stale_rules(age, str(exc))
+        # no reminders meanwhile: the pending ones cannot be read, and old ones may have been done
+        snapshot = TurnSnapshot(scope, last.version, last.skills, (), now, self.include_negative, stale=True)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
 
@@ -223,7 +272,8 @@ class TurnMemory:
             if scope is None or each == scope or (
                 scope.namespace is None and each.tenant_id == scope.tenant_id
             ):  # stale now; rows identical to its own still reuse its compiled rules
-                self._catalogs[each] = _Catalog(cached.version, -math.inf, cached.skills, cached.fingerprint)
+                self._catalogs[each] = _Catalog(cached.version, -math.inf, cached.skills, cached.fingerprint,
+                                                cached.read_at)
 
     async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:
         params = {**scope.params(), "known_version": known, "write_id": None,
@@ -261,7 +311,7 @@ class TurnMemory:
         """
         scope = self.scope_from(state)
         snapshot = self._snapshots.get(scope)
-        if snapshot is None or time.monotonic() - snapshot.taken_at >= self.max_age:
+        if snapshot is None or self.clock() - snapshot.taken_at >= self.max_age:
             snapshot = await self.begin(scope)
         return snapshot.skills
 

@@ -201,6 +201,25 @@ WHERE size(tenants) > 1 AND ($tenant_id IS NULL OR $tenant_id IN tenants)
 WITH label, id, holders ORDER BY label + '\u001F' + id LIMIT $limit
 RETURN label + '\u001F' + id AS element_id, label, id AS node, holders;
 
+// name: doctor_skill_cap
+// params: tenant_id, max_skills, max_chars
+// Owning scopes with more than $max_skills skills (retracted ones not
+// counted), and skills whose label or context, or one of whose steps, is
+// longer than $max_chars characters: a catalog must stay small enough to ship
+// every turn. Writes refuse both; these were seeded by hand.
+MATCH (s:Skill)
+WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
+  AND valueType(s.tenant_id) STARTS WITH 'STRING' AND NOT s:SymfonicRetracted
+WITH s.tenant_id AS tenant_id, toStringOrNull(s.namespace) AS namespace, count(s) AS skills,
+     [x IN collect(CASE WHEN size(coalesce(toStringOrNull(s.label), '')) > $max_chars
+                          OR size(coalesce(toStringOrNull(s.context), '')) > $max_chars
+                          OR (valueType(s.steps) STARTS WITH 'LIST'
+                              AND any(step IN s.steps WHERE size(coalesce(toStringOrNull(step), '')) > $max_chars))
+                        THEN coalesce(toStringOrNull(s.id), elementId(s)) END) WHERE x IS NOT NULL][..20] AS oversized
+WHERE skills > $max_skills OR size(oversized) > 0
+RETURN tenant_id, namespace, skills, oversized
+ORDER BY tenant_id, namespace;
+
 // name: doctor_indexes
 // params:
 SHOW INDEXES YIELD name, state RETURN name, state;

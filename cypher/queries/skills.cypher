@@ -56,6 +56,16 @@ WHERE s.tenant_id IS NULL OR s.tenant_id <> $tenant_id
    OR NOT coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
 RETURN key, s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace;
 
+// name: skills_owned_count
+// params: tenant_id, namespace
+// How many skills the scope owns (staged ones included, retracted ones not),
+// read inside a skill write to refuse one that would take the scope over its
+// cap (symfonic_graph/_limits.py): a catalog must stay small enough to ship.
+MATCH (s:Skill {tenant_id: $tenant_id})
+WHERE coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
+  AND NOT s:SymfonicRetracted
+RETURN count(s) AS skills;
+
 // name: skills_visible
 // params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, limit
 // Skills the scope sees, with their preconditions in position order, in a

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from neo4j.exceptions import DriverError, Neo4jError
 
-from symfonic_graph.cli import _inspect, _operator, _server, _store_commands, _tenants
+from symfonic_graph.cli import _inspect, _operator, _rules, _server, _store_commands, _tenants
 from symfonic_graph.cli._common import one_line
 from symfonic_graph.errors import SymfonicGraphError
 
@@ -36,6 +36,7 @@ def build_parser() -> argparse.ArgumentParser:
     _operator.register(sub)
     _inspect.register(sub)
     _tenants.register(sub)
+    _rules.register(sub)
     return parser
 
 

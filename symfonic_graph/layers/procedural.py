@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from symfonic_graph import _validate as v
 from symfonic_graph._isolation import keep_owned
+from symfonic_graph._limits import refuse_over_cap
 from symfonic_graph.errors import NotFoundError, ValidationError
 from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
@@ -123,15 +124,22 @@ class ProceduralLayer:
 
     async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None) -> list[str]:
         """Write the rows; return the skill ids in row order (a re-seeded identifier keeps its id)."""
+        held, capped = refuse_held_keys(0, "skill"), refuse_over_cap(2, scope)
+
+        def check(index: int, found: list[dict[str, Any]]) -> None:
+            held(index, found)
+            capped(index, found)
+
         results = await self.store.write_staged(
             scope,
             write_id,
             [
                 ("skill_keys_held", {"keys": held_keys(rows), **scope.params()}),
                 ("skills_write", {"rows": rows}),
+                ("skills_owned_count", scope.params()),
                 ("catalog_bump", {"tenant_id": scope.tenant_id}),
             ],
-            check=refuse_held_keys(0, "skill"),
+            check=check,
         )
         return [str(i) for i in results[1][0]["ids"]]
 

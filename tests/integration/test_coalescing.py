@@ -161,3 +161,40 @@ async def test_an_outage_fails_every_caller_typed(scope: MemoryScope) -> None:
 async def test_the_window_is_validated(store: GraphMemoryStore, bad: object) -> None:
     with pytest.raises(ValidationError, match="coalesce_window"):
         TurnMemory(store, coalesce_window=bad)  # type: ignore[arg-type]
+
+
+class OneSlowScope(GraphMemoryStore):
+    """The real store, except that a read naming the slow tenant fails as its timeout would."""
+
+    slow = ""
+
+    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        if any(s.get("tenant_id") == self.slow for s in params.get("scopes", [])):
+            raise StoreUnavailableError(f"query {name}: Neo4j did not answer within 10.0s (test)")
+        return await super().read(name, **params)
+
+
+async def test_a_neighbour_whose_read_times_out_never_opens_the_other_tenants_gates(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    scopes = await _seed(store, tenant)
+    slow = OneSlowScope(store.driver, database=store.database)
+    slow.slow = scopes[3].tenant_id
+    memory = TurnMemory(slow, coalesce_window=0.005, max_age=0)
+    results: dict[MemoryScope, Any] = {}
+
+    async def gate(scope: MemoryScope) -> None:
+        update = await create_precondition_gate_node(memory.get_active_skills)(
+            {"memory_scope": scope, "messages": [ai_calls(("deploy", "c1"))]})
+        results[scope] = update.get("messages", [None])[0]
+
+    for _ in range(2):  # the second round: the slow scope is read alone, outside the batch
+        async with anyio.create_task_group() as tg:
+            for scope in scopes:
+                tg.start_soon(gate, scope)
+        for n, scope in enumerate(scopes):
+            if n == 3:
+                assert results[scope] is None  # its own outage: pass-through (no catalog yet)
+            else:  # every neighbour's guarded call is still blocked
+                assert results[scope].content.startswith(f"Missing precondition: call check_{n} before deploy")
+    assert memory._coalescer is not None and memory._coalescer._solo.keys() == {(scopes[3].tenant_id, "user-1")}

@@ -8,7 +8,6 @@ vanished with the store-backed lookup.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from typing import Any
 
@@ -162,12 +161,14 @@ async def test_gate_only_wiring_follows_a_retraction_and_a_new_rule_within_max_a
     store: GraphMemoryStore, scope: MemoryScope
 ) -> None:
     skill_id = await _seed(store, scope)
-    memory = TurnMemory(store, max_age=0.5)
+    now = [0.0]
+    memory = TurnMemory(store, max_age=0.5, clock=lambda: now[0])
     gate = create_precondition_gate_node(memory.get_active_skills)
     state = {"memory_scope": scope, "messages": [ai_calls(("deliver", "c1"))]}
     assert (await gate(state))["messages"][0].content.startswith(MISSING)
     await store.retract(scope, skill_id, reason="outdated")
-    await asyncio.sleep(0.6)
+    assert (await gate(state))["messages"][0].content.startswith(MISSING)  # within max_age: the snapshot
+    now[0] += 0.6
     assert await gate(state) == {}  # the retracted rule no longer blocks
     # a rule added with plain Cypher, without bumping the catalog version
     await store.driver.execute_query(
@@ -176,7 +177,8 @@ async def test_gate_only_wiring_follows_a_retraction_and_a_new_rule_within_max_a
         t=scope.tenant_id, database_=store.database,
     )
     ship = {"memory_scope": scope, "messages": [ai_calls(("ship", "c2"))]}
-    await asyncio.sleep(0.6)
+    assert await gate(ship) == {}  # within max_age of the last read
+    now[0] += 0.6
     assert (await gate(ship))["messages"][0].content.startswith("Missing precondition: call review before ship")
 
 

@@ -80,6 +80,8 @@ def test_scoped_read_list_is_complete() -> None:
     operator_reads |= {"skill_keys_held", "trigger_keys_held"}
     # tenant_holds answers whether a tenant holds anything at all (the CLI's notice for a mistyped tenant).
     operator_reads |= {"tenant_holds"}
+    # skills_owned_count is a write guard too: a skill write that takes its scope over the cap rolls back.
+    operator_reads |= {"skills_owned_count"}
     assert reads - operator_reads <= _SCOPED_READS
 
 

@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, message_to_dict
 
+from symfonic_graph.errors import ConfigurationError, StoreUnavailableError
 from symfonic_graph.gate import (
     GATE_MARKER_KEY,
     GATE_MARKER_VALUE,
@@ -38,7 +39,7 @@ def lookup_of(*skills: Any) -> Any:
 
 
 async def failing_lookup(state: Any) -> list[Any]:
-    raise TimeoutError("neo4j timed out")
+    raise StoreUnavailableError("neo4j timed out")  # an outage; any other exception is a ConfigurationError
 
 
 # --- content ------------------------------------------------------------------------
@@ -235,11 +236,12 @@ async def test_lookup_failure_in_strict_mode_blocks_every_call(caplog: pytest.Lo
 
 
 @pytest.mark.anyio
-async def test_garbage_from_the_lookup_never_raises() -> None:
+async def test_garbage_from_the_lookup_is_a_configuration_error() -> None:
     async def garbage(state: Any) -> Any:
-        return 42
+        return 42  # SPEC §13: no iterable of skills is a programming error, never a pass-through
 
-    assert await create_precondition_gate_node(garbage)({"messages": [ai(("c1", "post_message"))]}) == {}
+    with pytest.raises(ConfigurationError, match="returned int 42"):
+        await create_precondition_gate_node(garbage)({"messages": [ai(("c1", "post_message"))]})
 
 
 @pytest.mark.anyio

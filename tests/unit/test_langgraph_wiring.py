@@ -11,6 +11,7 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 
+from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.langgraph import build_agent_graph, create_guarded_tool_node
 from tests._fakes import Scripted, assert_calls_answered, scripted
 from tests.unit._skills import ai, skill
@@ -60,7 +61,7 @@ async def active_skills(state: Any) -> list[Any]:
 
 
 async def broken_lookup(state: Any) -> list[Any]:
-    raise ConnectionError("neo4j down")
+    raise StoreUnavailableError("neo4j down")
 
 
 def explicit_graph(model: Scripted, lookup_fn: Any = active_skills, *, strict: bool = False) -> Any:

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import SpanKind, StatusCode
 
 from symfonic_graph import telemetry
-from symfonic_graph.errors import ScopeError
+from symfonic_graph.errors import ScopeError, StoreUnavailableError
 from symfonic_graph.gate import create_precondition_gate_node, run_gate
 from tests._otel import recording_spans
 
@@ -46,7 +46,7 @@ def lookup(*skills: Any) -> Any:
 
 
 async def broken_lookup(state: Any) -> list[Any]:
-    raise ConnectionError("neo4j is down")
+    raise StoreUnavailableError("neo4j is down")
 
 
 async def scopeless_lookup(state: Any) -> list[Any]:

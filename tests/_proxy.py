@@ -1,0 +1,78 @@
+"""A TCP proxy on 127.0.0.1 in front of the test server, to cut the connection under a running agent.
+
+It stands for the network, not for Neo4j: the driver speaks Bolt to the real
+server through it. ``cut()`` closes the listening socket and every open
+connection, so the next query finds the server gone (refused or reset), as in
+an outage.
+
+Example:
+    >>> proxy = await TcpProxy.start("127.0.0.1", 7687)  # doctest: +SKIP
+    >>> driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=auth)  # doctest: +SKIP
+    >>> await proxy.cut()  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from urllib.parse import urlsplit
+
+
+class TcpProxy:
+    """Forwards every connection to ``(host, port)`` until :meth:`cut`."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    @classmethod
+    async def start(cls, host: str, port: int) -> TcpProxy:
+        proxy = cls(host, port)
+        proxy._server = await asyncio.start_server(proxy._serve, "127.0.0.1", 0)
+        return proxy
+
+    @classmethod
+    async def in_front_of(cls, uri: str) -> TcpProxy:
+        """A proxy in front of the server a ``bolt://``/``neo4j://`` URI names."""
+        parts = urlsplit(uri)
+        return await cls.start(parts.hostname or "127.0.0.1", parts.port or 7687)
+
+    @property
+    def uri(self) -> str:
+        """``bolt://127.0.0.1:PORT`` of the proxy (bolt: one server, no routing table)."""
+        assert self._server is not None
+        return f"bolt://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(self.host, self.port)
+        except OSError:
+            writer.close()
+            return
+        self._writers.update((writer, up_writer))
+        for source, sink in ((reader, up_writer), (up_reader, writer)):
+            task = asyncio.get_running_loop().create_task(self._pipe(source, sink))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.CancelledError):
+            while data := await source.read(65536):
+                sink.write(data)
+                await sink.drain()
+        sink.close()
+
+    async def cut(self) -> None:
+        """Stop listening and drop every connection: the server is gone for the driver."""
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
