@@ -289,8 +289,10 @@ class GraphMemoryStore:
         """Run named write queries in one transaction (all or nothing).
 
         ``_check`` sees each statement's index and rows as they come and may
-        raise to roll the whole transaction back.
+        raise to roll the whole transaction back. A write that bumps or locks
+        a tenant's catalog takes that lock first (``catalog_first``).
         """
+        statements, skip = catalog_first(statements)
         prepared: list[tuple[Query, dict[str, Any]]] = []
         for name, params in statements:
             q = query(name)
@@ -302,9 +304,9 @@ class GraphMemoryStore:
             for q, params in prepared:
                 result = await t.run(q.text, params)
                 out.append([_row(record) async for record in result])
-                if _check is not None:
-                    _check(len(out) - 1, out[-1])
-            return out
+                if _check is not None and len(out) > skip:
+                    _check(len(out) - 1 - skip, out[-1])
+            return out[skip:]
 
         async def work() -> list[list[Row]]:
             async with self._session() as session:
@@ -386,10 +388,13 @@ class GraphMemoryStore:
             raise ValidationError(
                 "older_than_seconds", f"must be a number of seconds from 0 to {MAX_AGE_SECONDS} (100 years)"
             )
+        # The catalog lock first: a restore or a re-seed of a skill holds it until it commits, so the prune
+        # reads their result and never deletes what they brought back (retracted_prune re-checks triggers).
         rows = await self.write(
-            [("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]
+            [("catalog_lock", {"tenant_id": scope.tenant_id}),
+             ("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]
         )
-        return int(rows[0][0]["pruned"]) if rows[0] else 0
+        return int(rows[1][0]["pruned"]) if rows[1] else 0
 
     async def publish(self, scope: MemoryScope, write_id: str) -> int:
         """Make every node staged under ``write_id`` visible, in one transaction; return how many.
@@ -469,6 +474,34 @@ class GraphMemoryStore:
         """The tenant's catalog version: bumped by every library write to its skills."""
         rows = await self.read("catalog_version", tenant_id=scope.tenant_id)
         return int(rows[0]["version"]) if rows else 0
+
+
+# Statements that lock a tenant's catalog node: run first in a write, in tenant order (see catalog_first).
+_CATALOG_STATEMENTS = frozenset({"catalog_lock", "catalog_bump"})
+
+
+def catalog_first(statements: Sequence[Statement]) -> tuple[list[Statement], int]:
+    """The one lock order of every write: catalogs first (in tenant id order), then skills and triggers.
+
+    A write that locks or bumps a tenant's catalog node (every write that
+    changes a tenant's skills, and publish, discard, fold and prune) takes
+    each such catalog's lock before any other statement runs, so two writes
+    never hold a skill and wait for a catalog the other holds: publish, a live
+    re-seed, retract, restore, approve, fold, prune and discard serialize on
+    the catalog instead of deadlocking. Returns the statements to run and how
+    many ``catalog_lock`` statements were put in front (their rows are dropped).
+
+    Example:
+        >>> catalog_first([("skills_write", {}), ("catalog_bump", {"tenant_id": "acme"})])[1]
+        1
+    """
+    tenants = sorted({str(p["tenant_id"]) for n, p in statements if n in _CATALOG_STATEMENTS})
+    if not tenants:
+        return list(statements), 0
+    head = [("catalog_lock", {"tenant_id": t}) for t in tenants]
+    if [(n, p.get("tenant_id")) for n, p in statements[: len(head)]] == [(n, p["tenant_id"]) for n, p in head]:
+        return list(statements), 0
+    return [*head, *statements], len(head)
 
 
 def _row(record: neo4j.Record) -> Row:
