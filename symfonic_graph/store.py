@@ -9,15 +9,18 @@ and each call is bounded by ``query_timeout``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import random
 import re
+import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 import neo4j
@@ -41,6 +44,8 @@ from symfonic_graph.scope import MemoryScope
 log = logging.getLogger("symfonic_graph.store")
 
 T = TypeVar("T")
+P = ParamSpec("P")
+S = TypeVar("S")
 Row = dict[str, Any]
 Statement = tuple[str, dict[str, Any]]
 
@@ -68,6 +73,34 @@ _SCHEMA_RACE_CODES = frozenset(
         "Neo.ClientError.Schema.IndexWithNameAlreadyExists",
     }
 )
+
+
+# The monotonic time by which the current public call must end (see GraphMemoryStore.deadline).
+_DEADLINE: ContextVar[float | None] = ContextVar("symfonic_graph_deadline", default=None)
+
+
+def within_deadline(
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """Make an async method of the store (or of an object with a ``store``) one call with one deadline.
+
+    Every store round trip the method makes, retries included, shares one
+    ``query_timeout``: a call of three round trips against a slow server
+    fails at its deadline instead of after three timeouts.
+
+    Example:
+        >>> class Layer:
+        ...     @within_deadline
+        ...     async def seed(self, scope): ...  # a write, then a read back
+    """
+
+    @functools.wraps(method)
+    async def bounded(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        store: GraphMemoryStore = self if isinstance(self, GraphMemoryStore) else getattr(self, "store")  # noqa: B009
+        with store.deadline():
+            return await method(self, *args, **kwargs)
+
+    return bounded
 
 
 def new_id() -> str:
@@ -144,6 +177,27 @@ class GraphMemoryStore:
 
     # -- transactions -----------------------------------------------------
 
+    @contextmanager
+    def deadline(self) -> Iterator[None]:
+        """Give every store call made inside one ``query_timeout`` in total, retries included.
+
+        Nested use keeps the outer deadline: a public call made of other
+        public calls still ends within its own ``query_timeout``.
+
+        Example:
+            >>> with store.deadline():
+            ...     await store.write(...)  # these two round trips share one query_timeout
+            ...     await store.read(...)
+        """
+        if _DEADLINE.get() is not None:
+            yield
+            return
+        token = _DEADLINE.set(time.monotonic() + self.query_timeout)
+        try:
+            yield
+        finally:
+            _DEADLINE.reset(token)
+
     async def _bounded(self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False) -> T:
         """Run ``work`` within ``query_timeout``; let only ``SymfonicGraphError`` out.
 
@@ -198,8 +252,13 @@ class GraphMemoryStore:
                 f"or raise query_timeout.{maybe}"
             )
 
+        # The call's deadline (GraphMemoryStore.deadline) when one is running, else this round trip's own.
+        end = _DEADLINE.get()
+        budget = self.query_timeout if end is None else min(self.query_timeout, end - time.monotonic())
         try:
-            with anyio.fail_after(self.query_timeout):
+            if budget <= 0:
+                raise TimeoutError
+            with anyio.fail_after(budget):
                 delay = 0.05
                 while True:
                     try:
@@ -396,6 +455,7 @@ class GraphMemoryStore:
         )
         return int(rows[1][0]["pruned"]) if rows[1] else 0
 
+    @within_deadline
     async def publish(self, scope: MemoryScope, write_id: str) -> int:
         """Make every node staged under ``write_id`` visible, in one transaction; return how many.
 
@@ -417,6 +477,7 @@ class GraphMemoryStore:
         )
         return int(results[2][0]["published"])
 
+    @within_deadline
     async def fold_published(self, scope: MemoryScope, *, settle_seconds: float | None = None) -> int:
         """Remove ``:SymfonicUnpublished`` from writes published over ``settle_seconds`` ago.
 

@@ -32,7 +32,7 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
 from symfonic_graph.ruleset import RuleSet, rules_of
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, positive_count
+from symfonic_graph.store import GraphMemoryStore, positive_count, within_deadline
 from symfonic_graph.triggers import PendingTrigger
 from symfonic_graph.turn_scope import ScopeFrom, scope_from_turn, scope_of
 
@@ -162,6 +162,7 @@ class TurnMemory:
         self._snapshots: OrderedDict[MemoryScope, TurnSnapshot] = OrderedDict()
 
     @telemetry.traced_turn
+    @within_deadline
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
         """Read this turn's memory in one query and remember it for the gate.
 
