@@ -32,7 +32,7 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
 from symfonic_graph.ruleset import RuleSet, rules_of
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, positive_count, within_deadline
+from symfonic_graph.store import GraphMemoryStore, positive_count
 from symfonic_graph.triggers import PendingTrigger
 from symfonic_graph.turn_scope import ScopeFrom, scope_from_turn, scope_of
 
@@ -162,14 +162,20 @@ class TurnMemory:
         self._snapshots: OrderedDict[MemoryScope, TurnSnapshot] = OrderedDict()
 
     @telemetry.traced_turn
-    @within_deadline
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
         """Read this turn's memory in one query and remember it for the gate.
+
+        Every round trip of the turn (a re-read of moved or torn skills too)
+        shares one ``query_timeout``.
 
         Raises:
             ScopeError: ``scope`` is not a usable scope.
             StoreUnavailableError: Neo4j did not answer.
         """
+        with self.store.deadline():
+            return await self._begin(scope)
+
+    async def _begin(self, scope: MemoryScope) -> TurnSnapshot:
         scope = scope_of(scope, where="begin(scope)")
         now = time.monotonic()
         cached = self._catalogs.get(scope)
