@@ -170,3 +170,98 @@ async def test_prune_never_deletes_a_skill_brought_back_concurrently(
     FIGURES[f"lock_order.prune_vs_{racer}_rounds"] += PRUNE_ROUNDS
     FIGURES[f"lock_order.prune_vs_{racer}_lost"] += len(lost)
     assert lost == [] and orphans == 0, (lost, orphans)
+
+
+_OTHER_PROCESS = """
+import asyncio, json, os, random, sys, uuid
+from collections import Counter
+import neo4j
+from neo4j.exceptions import Neo4jError
+from symfonic_graph import GraphMemoryStore, MemoryScope, NotFoundError, ProceduralLayer
+from tests.reliability.test_write_lock_order import _count_deadlocks, _skill
+
+async def main(tenant, ops, seed):
+    driver = neo4j.AsyncGraphDatabase.driver(os.environ["NEO4J_URI"],
+                                             auth=(os.environ["NEO4J_USER"], os.environ["NEO4J_PASSWORD"]))
+    store = GraphMemoryStore(driver, database=os.environ.get("NEO4J_DATABASE") or None, query_timeout=60.0)
+    deadlocks, failures = Counter(), []
+    _count_deadlocks(store, deadlocks)
+    scope, skills, rng = MemoryScope(tenant), ProceduralLayer(store), random.Random(seed)
+    for _ in range(ops):
+        ident = rng.choice(["x0", "x1", "x2"])
+        try:
+            if rng.random() < 0.5:
+                wid = f"w-{uuid.uuid4().hex}"
+                await skills.seed_skills(scope, [_skill(ident, ident + " other staged")], write_id=wid)
+                await store.publish(scope, wid)
+            else:
+                await skills.seed_authored_skill(scope, **_skill(ident, ident + " other live"))
+        except NotFoundError:
+            pass
+        except Exception as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+    await driver.close()
+    print(json.dumps({"deadlocks": sum(deadlocks.values()), "failures": failures}))
+
+asyncio.run(main(sys.argv[1], int(sys.argv[2]), int(sys.argv[3])))
+"""
+
+
+async def test_two_processes_publishing_and_reseeding_never_deadlock(
+    driver: neo4j.AsyncDriver, tenant: str, neo4j_settings: Any
+) -> None:
+    """The lock order holds across processes: another process publishes and re-seeds the same identifiers
+    while this one runs every kind of write against them."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    store = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=PATIENT)
+    deadlocks: Counter[str] = Counter()
+    _count_deadlocks(store, deadlocks)
+    scope = MemoryScope(tenant)
+    skills = ProceduralLayer(store)
+    for ident in ("x0", "x1", "x2"):
+        await skills.seed_authored_skill(scope, **_skill(ident, f"{ident} v0"))
+    env = {**os.environ, "NEO4J_URI": neo4j_settings.uri, "NEO4J_USER": neo4j_settings.user,
+           "NEO4J_PASSWORD": neo4j_settings.password, "NEO4J_DATABASE": neo4j_settings.database or ""}
+    other = await anyio.open_process([sys.executable, "-c", _OTHER_PROCESS, tenant, "40", "7"], env=env,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    failures: list[str] = []
+    rng = random.Random(3)
+    for _ in range(40):
+        ident = rng.choice(["x0", "x1", "x2"])
+        try:
+            kind = rng.choice(["publish", "live", "retract_restore", "approve"])
+            if kind == "publish":
+                wid = f"w-{uuid.uuid4().hex}"
+                await skills.seed_skills(scope, [_skill(ident, f"{ident} staged")], write_id=wid)
+                await store.publish(scope, wid)
+            elif kind == "live":
+                await skills.seed_authored_skill(scope, **_skill(ident, f"{ident} live"))
+            elif kind == "retract_restore":
+                found = [s.id for s in await skills.query_skills(scope) if s.identifier == ident]
+                if found:
+                    await store.retract(scope, found[0], reason="two processes")
+                    await store.restore(scope, found[0])
+            else:
+                draft = await skills.propose_skill(scope, label=f"{ident} draft", steps=["deliver"],
+                                                   source_tag="learned:race", identifier=ident)
+                await skills.approve(scope, draft.id)
+        except NotFoundError:
+            pass
+        except Exception as exc:
+            failures.append(f"{type(exc).__name__}: {exc}")
+    assert other.stdout is not None and other.stderr is not None
+    with anyio.fail_after(600):
+        out = (await other.stdout.receive()).decode() if await other.wait() == 0 else ""
+    if not out:
+        raise AssertionError("the other process failed: " + (await other.stderr.receive()).decode()[-2000:])
+    theirs = json.loads(out)
+    FIGURES["lock_order.two_process_deadlocks"] += sum(deadlocks.values()) + theirs["deadlocks"]
+    assert failures == [] and theirs["failures"] == [], (failures[:3], theirs["failures"][:3])
+    assert sum(deadlocks.values()) == 0 and theirs["deadlocks"] == 0, (dict(deadlocks), theirs["deadlocks"])
+    visible = Counter(s.identifier for s in await skills.query_skills(scope))
+    assert visible == Counter({"x0": 1, "x1": 1, "x2": 1}), visible
+    assert await _orphans(driver, tenant) == 0
