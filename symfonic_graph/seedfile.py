@@ -26,15 +26,13 @@ This module only parses; ``seeding.plan_seed`` validates every entry and
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from symfonic_graph._bounded import load_json_bounded, load_yaml_bounded, read_text_bounded
 from symfonic_graph.errors import ValidationError
 
 _SECTIONS = ("skills", "triggers")
@@ -76,17 +74,16 @@ def _block(path: Path, where: str, data: Mapping[str, Any], allowed: frozenset[s
 
 
 def load_seed_file(path: Path) -> SeedFile:
-    """Parse ``path`` (``.json``, ``.yaml`` or ``.yml``); errors name the file."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError(str(path), f"cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise ValidationError(str(path), f"is not UTF-8 text ({exc.reason})") from None
-    try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ValidationError(str(path), f"not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    """Parse ``path`` (``.json``, ``.yaml`` or ``.yml``); errors name the file.
+
+    The file is read within ``_bounded``'s limits (size, nesting depth, values)
+    and may hold no NaN or infinity anywhere.
+    """
+    text = read_text_bounded(path)
+    if path.suffix == ".json":
+        data = load_json_bounded(text, source=str(path))
+    else:
+        data = load_yaml_bounded(text, source=str(path))
     if not isinstance(data, Mapping):
         raise ValidationError(str(path), "must hold a mapping with `skills`, `triggers` and/or `scopes`")
     blocks = [("", _block(path, "", data, _BLOCK_KEYS | {"scopes"}))]

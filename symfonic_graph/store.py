@@ -9,15 +9,18 @@ and each call is bounded by ``query_timeout``.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import random
 import re
+import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager
-from typing import Any, TypeVar
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
 import neo4j
@@ -42,6 +45,8 @@ from symfonic_graph.scope import MemoryScope
 log = logging.getLogger("symfonic_graph.store")
 
 T = TypeVar("T")
+P = ParamSpec("P")
+S = TypeVar("S")
 Row = dict[str, Any]
 Statement = tuple[str, dict[str, Any]]
 
@@ -71,6 +76,34 @@ _SCHEMA_RACE_CODES = frozenset(
         "Neo.ClientError.Schema.IndexWithNameAlreadyExists",
     }
 )
+
+
+# The monotonic time by which the current public call must end (see GraphMemoryStore.deadline).
+_DEADLINE: ContextVar[float | None] = ContextVar("symfonic_graph_deadline", default=None)
+
+
+def within_deadline(
+    method: Callable[Concatenate[S, P], Coroutine[Any, Any, T]],
+) -> Callable[Concatenate[S, P], Coroutine[Any, Any, T]]:
+    """Make an async method of the store (or of an object with a ``store``) one call with one deadline.
+
+    Every store round trip the method makes, retries included, shares one
+    ``query_timeout``: a call of three round trips against a slow server
+    fails at its deadline instead of after three timeouts.
+
+    Example:
+        >>> class Layer:
+        ...     @within_deadline
+        ...     async def seed(self, scope): ...  # a write, then a read back
+    """
+
+    @functools.wraps(method)
+    async def bounded(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        store: GraphMemoryStore = self if isinstance(self, GraphMemoryStore) else getattr(self, "store")  # noqa: B009
+        with store.deadline():
+            return await method(self, *args, **kwargs)
+
+    return bounded
 
 
 def new_id() -> str:
@@ -147,6 +180,27 @@ class GraphMemoryStore:
 
     # -- transactions -----------------------------------------------------
 
+    @contextmanager
+    def deadline(self) -> Iterator[None]:
+        """Give every store call made inside one ``query_timeout`` in total, retries included.
+
+        Nested use keeps the outer deadline: a public call made of other
+        public calls still ends within its own ``query_timeout``.
+
+        Example:
+            >>> with store.deadline():
+            ...     await store.write(...)  # these two round trips share one query_timeout
+            ...     await store.read(...)
+        """
+        if _DEADLINE.get() is not None:
+            yield
+            return
+        token = _DEADLINE.set(time.monotonic() + self.query_timeout)
+        try:
+            yield
+        finally:
+            _DEADLINE.reset(token)
+
     async def _bounded(self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False) -> T:
         """Run ``work`` within ``query_timeout``; let only ``SymfonicGraphError`` out.
 
@@ -201,8 +255,13 @@ class GraphMemoryStore:
                 f"or raise query_timeout.{maybe}"
             )
 
+        # The call's deadline (GraphMemoryStore.deadline) when one is running, else this round trip's own.
+        end = _DEADLINE.get()
+        budget = self.query_timeout if end is None else min(self.query_timeout, end - time.monotonic())
         try:
-            with anyio.fail_after(self.query_timeout):
+            if budget <= 0:
+                raise TimeoutError
+            with anyio.fail_after(budget):
                 delay = 0.05
                 while True:
                     try:
@@ -294,8 +353,10 @@ class GraphMemoryStore:
         """Run named write queries in one transaction (all or nothing).
 
         ``_check`` sees each statement's index and rows as they come and may
-        raise to roll the whole transaction back.
+        raise to roll the whole transaction back. A write that bumps or locks
+        a tenant's catalog takes that lock first (``catalog_first``).
         """
+        statements, skip = catalog_first(statements)
         prepared: list[tuple[Query, dict[str, Any]]] = []
         for name, params in statements:
             q = query(name)
@@ -307,9 +368,9 @@ class GraphMemoryStore:
             for q, params in prepared:
                 result = await t.run(q.text, params)
                 out.append([_row(record) async for record in result])
-                if _check is not None:
-                    _check(len(out) - 1, out[-1])
-            return out
+                if _check is not None and len(out) > skip:
+                    _check(len(out) - 1 - skip, out[-1])
+            return out[skip:]
 
         async def work() -> list[list[Row]]:
             async with self._session() as session:
@@ -444,11 +505,15 @@ class GraphMemoryStore:
             raise ValidationError(
                 "older_than_seconds", f"must be a number of seconds from 0 to {MAX_AGE_SECONDS} (100 years)"
             )
+        # The catalog lock first: a restore or a re-seed of a skill holds it until it commits, so the prune
+        # reads their result and never deletes what they brought back (retracted_prune re-checks triggers).
         rows = await self.write(
-            [("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]
+            [("catalog_lock", {"tenant_id": scope.tenant_id}),
+             ("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]
         )
-        return int(rows[0][0]["pruned"]) if rows[0] else 0
+        return int(rows[1][0]["pruned"]) if rows[1] else 0
 
+    @within_deadline
     async def publish(self, scope: MemoryScope, write_id: str) -> int:
         """Make every node staged under ``write_id`` visible, in one transaction; return how many.
 
@@ -470,6 +535,7 @@ class GraphMemoryStore:
         )
         return int(results[2][0]["published"])
 
+    @within_deadline
     async def fold_published(self, scope: MemoryScope, *, settle_seconds: float | None = None) -> int:
         """Remove ``:SymfonicUnpublished`` from writes published over ``settle_seconds`` ago.
 
@@ -527,6 +593,34 @@ class GraphMemoryStore:
         """The tenant's catalog version: bumped by every library write to its skills."""
         rows = await self.read("catalog_version", tenant_id=scope.tenant_id)
         return int(rows[0]["version"]) if rows else 0
+
+
+# Statements that lock a tenant's catalog node: run first in a write, in tenant order (see catalog_first).
+_CATALOG_STATEMENTS = frozenset({"catalog_lock", "catalog_bump"})
+
+
+def catalog_first(statements: Sequence[Statement]) -> tuple[list[Statement], int]:
+    """The one lock order of every write: catalogs first (in tenant id order), then skills and triggers.
+
+    A write that locks or bumps a tenant's catalog node (every write that
+    changes a tenant's skills, and publish, discard, fold and prune) takes
+    each such catalog's lock before any other statement runs, so two writes
+    never hold a skill and wait for a catalog the other holds: publish, a live
+    re-seed, retract, restore, approve, fold, prune and discard serialize on
+    the catalog instead of deadlocking. Returns the statements to run and how
+    many ``catalog_lock`` statements were put in front (their rows are dropped).
+
+    Example:
+        >>> catalog_first([("skills_write", {}), ("catalog_bump", {"tenant_id": "acme"})])[1]
+        1
+    """
+    tenants = sorted({str(p["tenant_id"]) for n, p in statements if n in _CATALOG_STATEMENTS})
+    if not tenants:
+        return list(statements), 0
+    head = [("catalog_lock", {"tenant_id": t}) for t in tenants]
+    if [(n, p.get("tenant_id")) for n, p in statements[: len(head)]] == [(n, p["tenant_id"]) for n, p in head]:
+        return list(statements), 0
+    return [*head, *statements], len(head)
 
 
 def _row(record: neo4j.Record) -> Row:

@@ -194,11 +194,18 @@ class TurnMemory:
         ``max_age + outage_grace`` seconds old gets that catalog again, in a
         snapshot marked ``stale`` (with a WARNING and a guardrail record).
 
+        Every round trip of the turn (a re-read of moved or torn skills too)
+        shares one ``query_timeout``.
+
         Raises:
             ScopeError: ``scope`` is not a usable scope.
             StoreUnavailableError: Neo4j did not answer, and no catalog of the
                 scope is recent enough to enforce meanwhile.
         """
+        with self.store.deadline():
+            return await self._begin(scope)
+
+    async def _begin(self, scope: MemoryScope) -> TurnSnapshot:
         scope = scope_of(scope, where="begin(scope)")
         now = self.clock()
         cached = self._catalogs.get(scope)

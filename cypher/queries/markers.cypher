@@ -59,9 +59,19 @@ RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned, ca
 // params: tenant_id, namespace, older_than_seconds
 // Hard-delete the scope's own retracted nodes (exactly its namespace), and a
 // skill's preconditions of the same tenant, retracted longer ago than the age.
+// Runs after catalog_lock. Each candidate is locked (a property set and
+// removed: no change) and its marker read again under that lock, so a
+// restore or re-seed that committed after the first read keeps its node.
 MATCH (n:SymfonicRetracted)
 WHERE n.tenant_id = $tenant_id
   AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND n.symfonic_retracted_at <= datetime() - duration({seconds: $older_than_seconds})
+CALL (n) {
+  SET n.symfonic_prune_lock = true
+  REMOVE n.symfonic_prune_lock
+}
+WITH n
+WHERE n:SymfonicRetracted AND n.tenant_id = $tenant_id
   AND n.symfonic_retracted_at <= datetime() - duration({seconds: $older_than_seconds})
 OPTIONAL MATCH (n)-[:REQUIRES]->(p:Precondition)
 WHERE p.tenant_id = n.tenant_id

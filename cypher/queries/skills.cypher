@@ -12,6 +12,11 @@ UNWIND range(0, size($rows) - 1) AS seq
 WITH $rows[seq] AS row, seq
 MERGE (s:Skill {symfonic_key: row.key})
 ON CREATE SET s.id = row.id, s.created_at = datetime() + duration({microseconds: seq})
+// A live row landing on a published write's node (published, not yet folded)
+// keeps that node on the catalog's list: a reader holding the list from
+// before the publish still sees the old version, never both.
+WITH s, row, seq,
+     row.write_id IS NULL AND s:SymfonicUnpublished AND s.symfonic_published_at IS NOT NULL AS listed
 SET s.tenant_id = row.tenant_id,
     s.namespace = row.namespace,
     s.label = row.label,
@@ -23,11 +28,11 @@ SET s.tenant_id = row.tenant_id,
     s.active = true,
     s.source = row.source,
     s.updated_at = datetime(),
-    s.symfonic_write_id = row.write_id,
+    s.symfonic_write_id = CASE WHEN listed THEN s.symfonic_write_id ELSE row.write_id END,
     s.symfonic_base_key = row.base_key,
     s.symfonic_rev = row.rev
 REMOVE s:SymfonicRetracted, s:SymfonicUnpublished
-FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET s:SymfonicUnpublished)
+FOREACH (_ IN CASE WHEN row.write_id IS NULL AND NOT listed THEN [] ELSE [1] END | SET s:SymfonicUnpublished)
 WITH s, row, seq
 CALL (s) {
   MATCH (s)-[:REQUIRES]->(old:Precondition)

@@ -8,11 +8,16 @@ UNWIND range(0, size($rows) - 1) AS seq
 WITH $rows[seq] AS row, seq
 MERGE (t:Trigger {symfonic_key: row.key})
 ON CREATE SET t.id = row.id, t.created_at = datetime() + duration({microseconds: seq})
+// A live row landing on a published, not yet folded write's node keeps it on
+// the catalog's list (as skills_write does): readers see one version.
+WITH t, row, seq,
+     row.write_id IS NULL AND t:SymfonicUnpublished AND t.symfonic_published_at IS NOT NULL AS listed
 SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row.identifier,
     t.condition = row.condition, t.task = row.task, t.status = 'pending', t.resolved_at = null,
-    t.updated_at = datetime(), t.symfonic_write_id = row.write_id, t.symfonic_base_key = row.base_key
+    t.updated_at = datetime(), t.symfonic_base_key = row.base_key,
+    t.symfonic_write_id = CASE WHEN listed THEN t.symfonic_write_id ELSE row.write_id END
 REMOVE t:SymfonicRetracted, t:SymfonicUnpublished
-FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET t:SymfonicUnpublished)
+FOREACH (_ IN CASE WHEN row.write_id IS NULL AND NOT listed THEN [] ELSE [1] END | SET t:SymfonicUnpublished)
 WITH seq, t ORDER BY seq
 RETURN collect(t.id) AS ids;
 

@@ -25,6 +25,7 @@ from symfonic_graph.store import (
     refuse_held_keys,
     skill_key,
     staged_keys,
+    within_deadline,
 )
 
 _NO_LIMIT = 2**62
@@ -96,6 +97,7 @@ class ProceduralLayer:
                     precondition=precondition, context=context, identifier=identifier)
         return await self._write_one(scope, spec, "draft", None)
 
+    @within_deadline
     async def _write_one(self, scope: MemoryScope, spec: Mapping[str, Any], status: str, write_id: str | None) -> Skill:
         row = _skill_row(scope, spec, status, write_id, field_prefix="", authored=status == "approved")
         [skill_id] = await self._write([row], scope, write_id)
@@ -143,6 +145,7 @@ class ProceduralLayer:
         )
         return [str(i) for i in results[1][0]["ids"]]
 
+    @within_deadline
     async def query_skills(
         self,
         scope: MemoryScope,

@@ -1,0 +1,165 @@
+"""``query_timeout`` is a deadline for a whole call, retries and cleanup included.
+
+The test runs a private local Neo4j (its own data folder and port, never the
+shared one), stalls it with SIGSTOP (a hung JVM, a frozen VM, a network that
+drops packets) and calls the library: every call must fail with
+``StoreUnavailableError`` well within twice ``query_timeout`` (a correctness
+bound: a stalled server must not hold a turn longer than the timeout it
+chose), and the same store answers again once the server is resumed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any
+
+import anyio
+import neo4j
+import pytest
+
+from symfonic_graph import (
+    GraphMemoryStore,
+    MemoryScope,
+    ProceduralLayer,
+    ProspectiveLayer,
+    StoreUnavailableError,
+    TurnMemory,
+)
+from symfonic_graph.server import LocalNeo4j
+from tests.reliability._stats import FIGURES
+
+pytestmark = [pytest.mark.reliability, pytest.mark.neo4j, pytest.mark.anyio]  # starts a Neo4j of its own
+
+TIMEOUT = 2.0  # query_timeout of the store under test (s)
+BOUND = 2 * TIMEOUT  # what one call may take against a stalled server (s)
+STALL = 0.8 * TIMEOUT  # a stall each round trip meets in the second test (s)
+SLOW_BOUND = 1.5 * TIMEOUT  # what one call may take there: its deadline, with room for a loaded machine (s)
+SETUP_TIMEOUT = 120.0
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Exception | None, float]:
+    started = time.monotonic()
+    try:
+        await call()
+    except Exception as exc:  # the test inspects whatever came out
+        return exc, time.monotonic() - started
+    return None, time.monotonic() - started
+
+
+def _calls(store: GraphMemoryStore, scope: MemoryScope) -> dict[str, Callable[[], Awaitable[Any]]]:
+    return {
+        "query_skills": lambda: ProceduralLayer(store).query_skills(scope),
+        "seed_authored_skill": lambda: ProceduralLayer(store).seed_authored_skill(
+            scope, label="Deliver", steps=["deliver"], source_tag="authored:test", identifier="deliver"),
+        "set_trigger": lambda: ProspectiveLayer(store).set_trigger(
+            scope, condition="the user says hi", task="greet", identifier="hi"),
+        "publish": lambda: store.publish(scope, "w-stall"),
+        "turn": lambda: TurnMemory(store).begin(scope),
+    }
+
+
+@pytest.fixture(scope="module")
+def private_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """A Neo4j of this module alone (the shared test server is never stopped)."""
+    server = LocalNeo4j(home=tmp_path_factory.mktemp("stall") / "neo4j-home")
+    state = server.start(port=_free_port())
+    try:
+        yield state
+    finally:
+        os.kill(state.pid, signal.SIGCONT)
+        server.stop()
+
+
+@pytest.fixture
+async def warm(private_server: Any) -> AsyncIterator[tuple[Any, neo4j.AsyncDriver, MemoryScope]]:
+    state = private_server
+    driver = neo4j.AsyncGraphDatabase.driver(state.uri, auth=(state.user, state.password))
+    try:
+        patient = GraphMemoryStore(driver, query_timeout=SETUP_TIMEOUT)
+        await patient.apply_schema()
+        scope = MemoryScope(f"stall-{uuid.uuid4().hex}")
+        await ProceduralLayer(patient).seed_authored_skill(
+            scope, label="Deliver", steps=["deliver"], source_tag="authored:test", action_tool="deliver",
+            precondition=["get_status"])
+        for _ in range(3):  # warm: every query planned, connections pooled (not what is measured)
+            for call in _calls(patient, scope).values():
+                await call()
+        yield state, driver, scope
+    finally:
+        await driver.close()
+
+
+async def test_a_stalled_server_costs_a_call_at_most_about_query_timeout(
+    warm: tuple[Any, neo4j.AsyncDriver, MemoryScope],
+) -> None:
+    state, driver, scope = warm
+    store = GraphMemoryStore(driver, query_timeout=TIMEOUT)
+    calls = _calls(store, scope)
+    os.kill(state.pid, signal.SIGSTOP)
+    try:
+        outcomes = {name: await _timed(call) for name, call in calls.items()}
+    finally:
+        os.kill(state.pid, signal.SIGCONT)
+    _record("stall", outcomes)
+    late = {name: f"{type(exc).__name__} after {elapsed:.2f}s" for name, (exc, elapsed) in outcomes.items()
+            if not isinstance(exc, StoreUnavailableError) or elapsed >= BOUND}
+    assert late == {}, late
+    # The same store answers again once the server is back.
+    with anyio.fail_after(SETUP_TIMEOUT):
+        while True:
+            try:
+                await ProceduralLayer(store).query_skills(scope)
+                break
+            except StoreUnavailableError:
+                await anyio.sleep(0.2)
+
+
+async def test_a_server_stalling_each_round_trip_costs_a_call_at_most_about_query_timeout(
+    warm: tuple[Any, neo4j.AsyncDriver, MemoryScope],
+) -> None:
+    """Each store round trip meets a stall of 0.8 x query_timeout (it succeeds just in time on its own),
+    so a call made of several round trips (publish folds, then writes; a seed writes, then reads back)
+    must end at its deadline, not after the sum of its round trips' timeouts."""
+    state, driver, scope = warm
+    store = GraphMemoryStore(driver, query_timeout=TIMEOUT)
+    bounded = store._bounded
+
+    async def stalled(work: Callable[[], Awaitable[Any]], what: str, *, writes: bool = False) -> Any:
+        os.kill(state.pid, signal.SIGSTOP)
+        resume = threading.Timer(STALL, os.kill, (state.pid, signal.SIGCONT))
+        resume.start()
+        try:
+            return await bounded(work, what, writes=writes)
+        finally:  # the round trip is over (answered or given up): the server runs again
+            resume.cancel()
+            os.kill(state.pid, signal.SIGCONT)
+
+    store._bounded = stalled  # type: ignore[method-assign]
+    try:
+        outcomes = {name: await _timed(call) for name, call in _calls(store, scope).items()}
+    finally:
+        os.kill(state.pid, signal.SIGCONT)
+    _record("stall_each_trip", outcomes)
+    late = {name: f"{type(exc).__name__ if exc else 'success'} after {elapsed:.2f}s"
+            for name, (exc, elapsed) in outcomes.items()
+            if not (exc is None or isinstance(exc, StoreUnavailableError)) or elapsed >= SLOW_BOUND}
+    assert late == {}, late
+
+
+def _record(kind: str, outcomes: dict[str, tuple[Exception | None, float]]) -> None:
+    for name, (exc, elapsed) in outcomes.items():
+        FIGURES[f"{kind}.calls"] += 1
+        FIGURES[f"{kind}.slowest_ms"] = max(FIGURES[f"{kind}.slowest_ms"], round(elapsed * 1000))
+        print(f"{kind} {name}: {type(exc).__name__ if exc else 'ok'} in {elapsed:.2f}s")
