@@ -35,8 +35,9 @@ from typing import Any
 import anyio
 import neo4j
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, SemanticLayer
+from symfonic_graph import GraphMemoryStore, MemoryScope
 from symfonic_graph._cypher import query
+from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.layers.semantic import MAX_FACTS_PER_WRITE
 from symfonic_graph.recall import RECALL_INDEX, recall, recall_search
 

@@ -18,7 +18,8 @@ import uuid
 
 import neo4j
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, SkillSpec, TurnMemory
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
+from symfonic_graph.layers import SkillSpec
 
 SKILLS, TURNS, SEEDED = 20, 300, 3000
 

@@ -1,10 +1,22 @@
 """symfonic-graph: procedural and prospective memory for multi-tenant agents, in Neo4j.
 
+The top level holds the contract (SPEC §8 and the rules API of §12), the
+errors, the record types and ``TurnMemory``. Everything else lives in its
+module (``symfonic_graph.gate``, ``symfonic_graph.recall``, ...); the
+integrations are ``symfonic_graph.langchain`` and ``symfonic_graph.langgraph``
+(optional extras). Names that moved off the top level still import from here
+for one release, with a ``DeprecationWarning`` naming their module.
+
 Example:
     >>> from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer
 """
 
-from symfonic_graph.composition import ComposedPrompt, compose_prompt
+from __future__ import annotations
+
+import importlib
+import warnings
+from typing import Any
+
 from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.errors import (
     AuthenticationError,
@@ -13,61 +25,41 @@ from symfonic_graph.errors import (
     MemoryContractError,
     NotFoundError,
     QueryError,
-    QueryFileError,
-    SchemaError,
     ScopeError,
     StoreUnavailableError,
     SymfonicGraphError,
     ValidationError,
 )
-from symfonic_graph.gate import (
-    GateDecision,
-    SkillCheck,
-    create_precondition_gate_node,
-    explain_tool_call,
-    precondition_condition,
-)
-from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer, SemanticLayer, SkillSpec
+from symfonic_graph.gate import create_precondition_gate_node, precondition_condition
+from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
 from symfonic_graph.models import Fact, Skill, Trigger
-from symfonic_graph.preconditions import DroppedSkill, filter_skills_by_state_predicates
+from symfonic_graph.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.preflight import build_preflight_contribution
-from symfonic_graph.recall import (
-    MemoryLayer,
-    RecallHit,
-    RetrievalPolicy,
-    recall,
-    recall_policy_for,
-    without_prospective_recall,
-)
+from symfonic_graph.recall import MemoryLayer, RetrievalPolicy, recall_policy_for, without_prospective_recall
+from symfonic_graph.records import AnyPrecondition, StatePrecondition, TextPrecondition, ToolPrecondition
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.skill_source import StoreSkillGetter
 from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
-    Neo4jSelectionAuditSink,
     PendingTrigger,
     ProspectiveTriggerCapability,
     TriggerSelectionSink,
     prospective_trigger_capabilities,
 )
 from symfonic_graph.turn import TurnMemory, TurnSnapshot
-from symfonic_graph.turn_scope import scope_from_state, scope_from_turn, scope_of
 
 __all__ = [
+    "AnyPrecondition",
     "AuthenticationError",
     "AuthorityError",
-    "ComposedPrompt",
     "ConfigurationError",
-    "DroppedSkill",
     "Fact",
-    "GateDecision",
     "GrantEffects",
     "GraphMemoryStore",
     "GraphPendingTriggers",
     "MemoryContractError",
     "MemoryLayer",
     "MemoryScope",
-    "Neo4jSelectionAuditSink",
     "NotFoundError",
     "PendingTrigger",
     "PluginContribution",
@@ -75,34 +67,54 @@ __all__ = [
     "ProspectiveLayer",
     "ProspectiveTriggerCapability",
     "QueryError",
-    "QueryFileError",
-    "RecallHit",
     "RetrievalPolicy",
-    "SchemaError",
     "ScopeError",
-    "SemanticLayer",
     "Skill",
-    "SkillCheck",
-    "SkillSpec",
-    "StoreSkillGetter",
+    "StatePrecondition",
     "StoreUnavailableError",
     "SymfonicGraphError",
+    "TextPrecondition",
+    "ToolPrecondition",
     "Trigger",
     "TriggerSelectionSink",
     "TurnMemory",
     "TurnSnapshot",
     "ValidationError",
     "build_preflight_contribution",
-    "compose_prompt",
     "create_precondition_gate_node",
-    "explain_tool_call",
     "filter_skills_by_state_predicates",
     "precondition_condition",
     "prospective_trigger_capabilities",
-    "recall",
     "recall_policy_for",
-    "scope_from_state",
-    "scope_from_turn",
-    "scope_of",
     "without_prospective_recall",
 ]
+
+_MOVED = {
+    "ComposedPrompt": "symfonic_graph.composition",
+    "compose_prompt": "symfonic_graph.composition",
+    "DroppedSkill": "symfonic_graph.preconditions",
+    "GateDecision": "symfonic_graph.gate",
+    "SkillCheck": "symfonic_graph.gate",
+    "explain_tool_call": "symfonic_graph.gate",
+    "SkillSpec": "symfonic_graph.layers",
+    "SemanticLayer": "symfonic_graph.layers",
+    "Neo4jSelectionAuditSink": "symfonic_graph.triggers",
+    "QueryFileError": "symfonic_graph.errors",
+    "SchemaError": "symfonic_graph.errors",
+    "RecallHit": "symfonic_graph.recall",
+    "recall": "symfonic_graph.recall",
+    "StoreSkillGetter": "symfonic_graph.skill_source",
+    "scope_from_state": "symfonic_graph.turn_scope",
+    "scope_from_turn": "symfonic_graph.turn_scope",
+    "scope_of": "symfonic_graph.turn_scope",
+}
+"""Names that left the top level in 0.4, and the module that holds them (kept here for one release)."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module 'symfonic_graph' has no attribute {name!r}")
+    warnings.warn(f"import {name} from {module}; symfonic_graph.{name} goes in the next release",
+                  DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(module), name)

@@ -20,12 +20,12 @@ from symfonic_graph import (
     GraphMemoryStore,
     MemoryScope,
     ProceduralLayer,
-    StoreSkillGetter,
     TurnMemory,
     create_precondition_gate_node,
 )
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.langgraph import build_agent_graph, create_guarded_tool_node
+from symfonic_graph.skill_source import StoreSkillGetter
 from symfonic_graph.turn import DEFAULT_MAX_AGE
 from tests._fakes import Scripted, ai_calls, assert_every_call_answered, recording_tools
 from tests.conftest import Neo4jSettings

@@ -8,7 +8,8 @@ import unicodedata
 import neo4j
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, SemanticLayer
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
+from symfonic_graph.layers import SemanticLayer
 
 pytestmark = pytest.mark.anyio
 

@@ -14,7 +14,8 @@ from collections.abc import Awaitable, Callable
 import neo4j
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, SemanticLayer
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
+from symfonic_graph.layers import SemanticLayer
 
 pytestmark = pytest.mark.anyio
 

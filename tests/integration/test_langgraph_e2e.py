@@ -16,8 +16,9 @@ from langchain_core.tools import tool
 from langgraph.graph import END, START, StateGraph
 from langgraph.prebuilt import tools_condition
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, StoreSkillGetter, TurnMemory
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.langgraph import create_guarded_tool_node
+from symfonic_graph.skill_source import StoreSkillGetter
 from tests._fakes import Scripted, assert_every_call_answered
 
 pytestmark = pytest.mark.anyio

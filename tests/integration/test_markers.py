@@ -14,10 +14,10 @@ from symfonic_graph import (
     NotFoundError,
     ProceduralLayer,
     ProspectiveLayer,
-    SemanticLayer,
     Skill,
     ValidationError,
 )
+from symfonic_graph.layers import SemanticLayer
 
 pytestmark = pytest.mark.anyio
 

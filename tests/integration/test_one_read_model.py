@@ -19,12 +19,12 @@ from symfonic_graph import (
     GraphMemoryStore,
     MemoryScope,
     ProceduralLayer,
-    StoreSkillGetter,
     TurnMemory,
     create_precondition_gate_node,
 )
 from symfonic_graph.gate import explain_tool_call
 from symfonic_graph.preconditions import action_tool_of
+from symfonic_graph.skill_source import StoreSkillGetter
 from tests._fakes import ai_calls
 from tests.conftest import Neo4jSettings
 from tests.integration.test_cli import _cli

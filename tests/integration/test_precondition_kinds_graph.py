@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, StoreSkillGetter, TurnMemory, create_precondition_gate_node
+from symfonic_graph import GraphMemoryStore, MemoryScope, TurnMemory, create_precondition_gate_node
+from symfonic_graph.skill_source import StoreSkillGetter
 from tests._fakes import ai_calls
 from tests.conftest import Neo4jSettings
 from tests.integration.test_cli import _cli

@@ -19,11 +19,11 @@ from symfonic_graph import (
     MemoryScope,
     ProceduralLayer,
     ProspectiveLayer,
-    SemanticLayer,
     SymfonicGraphError,
     ValidationError,
 )
 from symfonic_graph._cypher import query
+from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.recall import (
     MAX_TERMS,
     MemoryLayer,

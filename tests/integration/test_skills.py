@@ -9,7 +9,8 @@ import anyio
 import neo4j
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, SkillSpec, ValidationError
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ValidationError
+from symfonic_graph.layers import SkillSpec
 
 pytestmark = pytest.mark.anyio
 

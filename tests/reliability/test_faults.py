@@ -38,10 +38,10 @@ from symfonic_graph import (
     ProceduralLayer,
     ProspectiveLayer,
     ProspectiveTriggerCapability,
-    SemanticLayer,
     StoreUnavailableError,
 )
 from symfonic_graph.gate import create_precondition_gate_node
+from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.skill_source import StoreSkillGetter
 from tests.reliability._stats import FIGURES
 

@@ -36,10 +36,10 @@ from symfonic_graph import (
     ProceduralLayer,
     ProspectiveLayer,
     ScopeError,
-    SemanticLayer,
     SymfonicGraphError,
     ValidationError,
 )
+from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.preconditions import bare_identifier
 from tests.reliability._stats import FIGURES
 

@@ -64,10 +64,10 @@ from symfonic_graph import (
     NotFoundError,
     ProceduralLayer,
     ProspectiveLayer,
-    SemanticLayer,
     TurnMemory,
 )
 from symfonic_graph.errors import AuthorityError
+from symfonic_graph.layers import SemanticLayer
 from tests.reliability._stats import FIGURES
 
 pytestmark = pytest.mark.reliability

@@ -13,7 +13,8 @@ import time
 import anyio
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, SkillSpec, TurnMemory
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
+from symfonic_graph.layers import SkillSpec
 
 pytestmark = [pytest.mark.anyio, pytest.mark.reliability]
 
