@@ -4,13 +4,13 @@
      ├── ScopeError (also ValueError)            a tenant id or namespace is unusable
      ├── ValidationError (also ValueError)       a write's input is wrong; nothing was written
      ├── MemoryContractError (also ValueError)   a policy or composition breaks the contract
- ├── ConfigurationError                      the app's wiring is broken (e.g. a skill lookup raised)
+     ├── ConfigurationError                      the app's wiring is broken (e.g. a skill lookup raised)
      ├── QueryFileError                          a .cypher file is malformed (names file:line)
      ├── SchemaError                             the schema could not be applied
      ├── NotFoundError (also LookupError)        no visible node with that id in the scope
      ├── AuthorityError                          the node is visible but owned by another scope
      ├── AuthenticationError                     Neo4j rejected the user name or password
-     ├── QueryError (also neo4j ClientError)     Neo4j refused a query: its code and message
+     ├── QueryError                              Neo4j refused a query: its code and message
      │    └── DatabaseNotFoundError               the configured database does not exist
      ├── StoreUnavailableError                   Neo4j did not answer in time, or is down
      └── LocalServerError                        the local development Neo4j could not run
@@ -24,8 +24,6 @@ from __future__ import annotations
 
 from functools import partial
 from typing import Any
-
-from neo4j.exceptions import ClientError
 
 
 class SymfonicGraphError(Exception):
@@ -90,15 +88,15 @@ class AuthenticationError(SymfonicGraphError):
     """
 
 
-class QueryError(SymfonicGraphError, ClientError):
+class QueryError(SymfonicGraphError):
     """Neo4j refused a query: a syntax or type error, a constraint, a server limit.
 
     The message names the query and Neo4j's status code. Nothing of a failed
     write was committed (the server rolled the transaction back).
 
-    For code written against earlier releases, which let the driver's
-    ``neo4j.exceptions.ClientError`` through, a ``QueryError`` is also a
-    ``ClientError``; new code should catch ``QueryError``.
+    It is not a driver exception (since 0.4): catch ``QueryError`` (or
+    ``SymfonicGraphError``), never ``neo4j.exceptions.ClientError``; the
+    driver's error is its ``__cause__``.
 
     Attributes:
         query: the name of the query (or ``file:line`` of a script statement).

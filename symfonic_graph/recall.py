@@ -27,7 +27,14 @@ from typing import Any, Final
 from neo4j.exceptions import ClientError
 
 from symfonic_graph import _validate as v
-from symfonic_graph.errors import MemoryContractError, SchemaError, ScopeError, SymfonicGraphError, ValidationError
+from symfonic_graph.errors import (
+    MemoryContractError,
+    QueryError,
+    SchemaError,
+    ScopeError,
+    SymfonicGraphError,
+    ValidationError,
+)
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, check_write_id
 from symfonic_graph.triggers import ProspectiveTriggerCapability
@@ -150,7 +157,7 @@ def _policy(policy: object) -> RetrievalPolicy:
     return policy
 
 
-def _recall_error(exc: ClientError) -> SymfonicGraphError | None:
+def _recall_error(exc: ClientError | QueryError) -> SymfonicGraphError | None:
     """A typed error for a server-side failure of the recall query; None if ``exc`` is one already."""
     message = exc.message or str(exc)
     if "no such fulltext schema index" in message.lower():
@@ -379,7 +386,7 @@ async def recall(
         rows = await store.read(
             "memory_recall", **scope.params(), write_id=wid, search=search, labels=labels, limit=limit,
         )
-    except ClientError as exc:  # the store's QueryError is one too
+    except (ClientError, QueryError) as exc:
         error = _recall_error(exc)
         if error is None:
             raise

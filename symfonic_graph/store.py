@@ -400,7 +400,7 @@ class GraphMemoryStore:
     async def _schema_read(self, name: str) -> list[Row]:
         try:
             return await self.read(name)
-        except ClientError as exc:
+        except (ClientError, QueryError) as exc:
             raise SchemaError(f"cannot read applied migrations: {exc.message}") from exc
 
     async def _schema_statement(self, q: Query) -> None:
@@ -413,7 +413,7 @@ class GraphMemoryStore:
             try:
                 await self._bounded(work, f"schema statement {q.name}")
                 return
-            except ClientError as exc:
+            except (ClientError, QueryError) as exc:
                 if exc.code in _SCHEMA_RACE_CODES:
                     return
                 raise SchemaError(f"{q.source}: {q.name} failed: {exc.message}") from exc
