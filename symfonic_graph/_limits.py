@@ -30,15 +30,15 @@ MAX_PRECONDITIONS: Final = 64
 """Preconditions of one skill, at most."""
 
 
-def refuse_over_cap(index: int, scope: object) -> Callable[[int, list[dict[str, Any]]], None]:
-    """A write check for the ``skills_owned_count`` statement at ``index``: over the cap rolls back.
+def refuse_over_cap(scope: object) -> Callable[[list[dict[str, Any]]], None]:
+    """A step check for the ``skills_owned_count`` statement: over the cap rolls the write back.
 
     Raises (from the check):
         ValidationError: naming ``skills``, when the scope would own more than ``MAX_SKILLS_PER_SCOPE``.
     """
 
-    def check(at: int, rows: list[dict[str, Any]]) -> None:
-        if at == index and rows and rows[0]["skills"] > MAX_SKILLS_PER_SCOPE:
+    def check(rows: list[dict[str, Any]]) -> None:
+        if rows and rows[0]["skills"] > MAX_SKILLS_PER_SCOPE:
             raise ValidationError("skills", (
                 f"scope {scope} would own {rows[0]['skills']} skills, over the cap of {MAX_SKILLS_PER_SCOPE} "
                 "per scope (a catalog must stay small enough to ship every turn); retract unused skills, or "

@@ -32,7 +32,15 @@ from symfonic_graph.layers.procedural import skill_row
 from symfonic_graph.layers.prospective import trigger_row
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import SeedFile
-from symfonic_graph.store import GraphMemoryStore, Row, Statement, check_write_id, held_keys, refuse_held_keys
+from symfonic_graph.store import (
+    GraphMemoryStore,
+    Row,
+    Step,
+    check_write_id,
+    held_keys,
+    refuse_held_keys,
+    refuse_published,
+)
 
 __all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 
@@ -154,59 +162,41 @@ def plan_seed(seed: SeedFile, default: MemoryScope | None, *, write_id: str | No
     return SeedPlan(path, wid, scopes)
 
 
-def _statements(plan: SeedPlan) -> tuple[list[Statement], dict[int, Callable[[int, list[Row]], None]]]:
-    statements: list[Statement] = []
-    checks: dict[int, Callable[[int, list[Row]], None]] = {}
-    for block in plan.scopes:
+def _steps(plan: SeedPlan) -> list[Step]:
+    """The steps of a seed file's one transaction; scope ``i`` writes ``skills:i`` and ``triggers:i``."""
+    steps: list[Step] = []
+    for i, block in enumerate(plan.scopes):
         scope = block.scope
         if plan.write_id is not None:
-            checks[len(statements) + 1] = _refuse_published(plan.write_id, scope)
-            statements += [("catalog_lock", {"tenant_id": scope.tenant_id}),
-                           ("write_id_published", {**scope.params(), "write_id": plan.write_id})]
+            steps += [Step("catalog_lock", {"tenant_id": scope.tenant_id}, key=f"lock:{i}"),
+                      Step("write_id_published", {**scope.params(), "write_id": plan.write_id},
+                           refuse_published(plan.write_id, scope), key=f"published:{i}")]
         if block.skills:
-            checks[len(statements)] = refuse_held_keys(len(statements), "skill")
-            statements += [("skill_keys_held", {"keys": held_keys(block.skills), **scope.params()}),
-                           ("skills_write", {"rows": block.skills})]
-            checks[len(statements)] = refuse_over_cap(len(statements), scope)
-            statements += [("skills_owned_count", scope.params()),
-                           ("catalog_bump", {"tenant_id": scope.tenant_id})]
+            steps += [Step("skill_keys_held", {"keys": held_keys(block.skills), **scope.params()},
+                           refuse_held_keys("skill"), key=f"skill_keys:{i}"),
+                      Step("skills_write", {"rows": block.skills}, key=f"skills:{i}"),
+                      Step("skills_owned_count", scope.params(), refuse_over_cap(scope), key=f"skill_cap:{i}"),
+                      Step("catalog_bump", {"tenant_id": scope.tenant_id}, key=f"bump:{i}")]
         if block.triggers:
-            checks[len(statements)] = refuse_held_keys(len(statements), "trigger")
-            statements += [("trigger_keys_held", {"keys": held_keys(block.triggers), **scope.params()}),
-                           ("triggers_write", {"rows": block.triggers})]
-    return statements, checks
-
-
-def _refuse_published(write_id: str, scope: MemoryScope) -> Callable[[int, list[Row]], None]:
-    def check(index: int, rows: list[Row]) -> None:
-        if rows and rows[0]["published"]:
-            raise ValidationError(
-                "write_id", f"{write_id!r} was already published in {scope!r}; stage under a fresh write_id"
-            )
-
-    return check
+            steps += [Step("trigger_keys_held", {"keys": held_keys(block.triggers), **scope.params()},
+                           refuse_held_keys("trigger"), key=f"trigger_keys:{i}"),
+                      Step("triggers_write", {"rows": block.triggers}, key=f"triggers:{i}")]
+    return steps
 
 
 async def apply_seed(store: GraphMemoryStore, plan: SeedPlan) -> SeedResult:
     """Write a validated seed file in one transaction: all of it, or (on any error) nothing."""
-    statements, checks = _statements(plan)
-    if not statements:
+    steps = _steps(plan)
+    if not steps:
         return SeedResult([(b.scope, [], []) for b in plan.scopes])
-
-    def check(index: int, rows: list[Row]) -> None:
-        if index in checks:
-            checks[index](index, rows)
-
     try:
-        results = await store.write(statements, _check=check)
+        written = await store.write(steps)
     except ValidationError as exc:
         raise ValidationError(f"{plan.path}: {exc.field}", exc.problem) from None
-    written = ("skills_write", "triggers_write")
-    ids = iter(rows for (name, _), rows in zip(statements, results, strict=True) if name in written)
     out = []
-    for block in plan.scopes:
-        skills = [str(i) for i in next(ids)[0]["ids"]] if block.skills else []
-        triggers = [str(i) for i in next(ids)[0]["ids"]] if block.triggers else []
+    for i, block in enumerate(plan.scopes):
+        skills = [str(s) for s in written.one(f"skills:{i}")["ids"]] if block.skills else []
+        triggers = [str(t) for t in written.one(f"triggers:{i}")["ids"]] if block.triggers else []
         out.append((block.scope, skills, triggers))
     return SeedResult(out)
 

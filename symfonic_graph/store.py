@@ -17,9 +17,10 @@ import random
 import re
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import anyio
@@ -49,6 +50,70 @@ P = ParamSpec("P")
 S = TypeVar("S")
 Row = dict[str, Any]
 Statement = tuple[str, dict[str, Any]]
+"""A named query and its parameters, run as a step without a check."""
+Check = Callable[[list[Row]], None]
+"""Sees the rows of its own step, inside the transaction; raising rolls the whole write back."""
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One statement of a write: the named query, its parameters, its own check, and its result's name.
+
+    A write is a list of steps read back by name, never by position, so adding
+    a step to a write touches one place.
+
+    Example:
+        >>> Step("skills_write", {"rows": []}).name, Step("catalog_lock", {}, key="lock:acme").name
+        ('skills_write', 'lock:acme')
+    """
+
+    query: str
+    params: Mapping[str, Any]
+    check: Check | None = None
+    key: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The name its rows come back under (``key``, else the query's name)."""
+        return self.key or self.query
+
+
+class Written:
+    """The rows of each step of a write, by step name.
+
+    Example:
+        >>> Written([("skills_write", [{"ids": ["s1"]}])]).one("skills_write")["ids"]
+        ['s1']
+    """
+
+    __slots__ = ("_rows",)
+
+    def __init__(self, steps: Sequence[tuple[str, list[Row]]]) -> None:
+        self._rows: dict[str, list[list[Row]]] = {}
+        for name, rows in steps:
+            self._rows.setdefault(name, []).append(rows)
+
+    def __getitem__(self, name: str) -> list[Row]:
+        found = self._rows.get(name)
+        if found is None:
+            raise KeyError(f"no step named {name!r} in this write")
+        if len(found) > 1:
+            raise KeyError(f"{len(found)} steps are named {name!r} in this write; give each a key")
+        return found[0]
+
+    def one(self, name: str) -> Row:
+        """The first row of step ``name`` (a write step that returns one row)."""
+        rows = self[name]
+        if not rows:
+            raise KeyError(f"step {name!r} returned no row")
+        return rows[0]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._rows
+
+
+def _step(item: Step | Statement) -> Step:
+    return item if isinstance(item, Step) else Step(item[0], item[1])
 
 # A published write keeps its :SymfonicUnpublished label (readers see it through
 # the catalog's list of published writes) until it is this old; every read must
@@ -347,36 +412,36 @@ class GraphMemoryStore:
 
         return await self._bounded(work, f"query {name}")
 
-    async def write(
-        self, statements: Sequence[Statement], *, _check: Callable[[int, list[Row]], None] | None = None
-    ) -> list[list[Row]]:
-        """Run named write queries in one transaction (all or nothing).
+    async def write(self, steps: Sequence[Step | Statement]) -> Written:
+        """Run named write queries in one transaction (all or nothing); their rows by step name.
 
-        ``_check`` sees each statement's index and rows as they come and may
-        raise to roll the whole transaction back. A write that bumps or locks
-        a tenant's catalog takes that lock first (``catalog_first``).
+        Each step's ``check`` sees that step's rows as they come and may raise
+        to roll the whole transaction back. A write that bumps or locks a
+        tenant's catalog takes that lock first (``catalog_first``).
         """
-        statements, skip = catalog_first(statements)
-        prepared: list[tuple[Query, dict[str, Any]]] = []
-        for name, params in statements:
-            q = query(name)
-            q.check_args(params)
-            prepared.append((q, params))
+        ordered = catalog_first([_step(s) for s in steps])
+        prepared: list[tuple[Query, Step]] = []
+        for step in ordered:
+            q = query(step.query)
+            q.check_args(dict(step.params))
+            prepared.append((q, step))
 
-        async def tx(t: AsyncManagedTransaction) -> list[list[Row]]:
+        async def tx(t: AsyncManagedTransaction) -> list[tuple[str, list[Row]]]:
             out = []
-            for q, params in prepared:
-                result = await t.run(q.text, params)
-                out.append([_row(record) async for record in result])
-                if _check is not None and len(out) > skip:
-                    _check(len(out) - 1 - skip, out[-1])
-            return out[skip:]
+            for q, step in prepared:
+                result = await t.run(q.text, dict(step.params))
+                rows = [_row(record) async for record in result]
+                if step.check is not None:
+                    step.check(rows)
+                out.append((step.name, rows))
+            return out
 
-        async def work() -> list[list[Row]]:
+        async def work() -> list[tuple[str, list[Row]]]:
             async with self._session() as session:
                 return await session.execute_write(neo4j.unit_of_work(timeout=self.query_timeout)(tx))
 
-        return await self._bounded(work, "write " + ", ".join(n for n, _ in statements), writes=True)
+        done = await self._bounded(work, "write " + ", ".join(s.query for s in ordered), writes=True)
+        return Written(done)
 
     # -- schema -----------------------------------------------------------
 
@@ -451,10 +516,10 @@ class GraphMemoryStore:
     async def _marker(self, name: str, scope: MemoryScope, node_id: str, **extra: Any) -> str:
         v.text("node_id", node_id)
         params = {**scope.params(), "node_id": node_id, **extra}
-        results = await self.write(
-            [(name, params), ("catalog_bump", {"tenant_id": scope.tenant_id})], _check=_one_target(scope, node_id)
+        written = await self.write(
+            [Step(name, params, _one_target(scope, node_id)), ("catalog_bump", {"tenant_id": scope.tenant_id})]
         )
-        return str(results[0][0]["id"])
+        return str(written.one(name)["id"])
 
     async def erase(self, scope: MemoryScope, *, batch_size: int = ERASE_BATCH) -> dict[str, int]:
         """Delete every node of ``scope`` for good, in batches; return how many per label.
@@ -477,21 +542,21 @@ class GraphMemoryStore:
         params = {**scope.params(), "whole_tenant": whole, "limit": size}
         counts = {"Skill": 0, "Precondition": 0, "Trigger": 0, "Fact": 0, "SymfonicTriggerSelection": 0}
         while True:
-            [rows] = await self.write([("erase_skills_batch", params)])
+            rows = (await self.write([("erase_skills_batch", params)]))["erase_skills_batch"]
             skills = int(rows[0]["skills"]) if rows else 0
             if skills == 0:
                 break
             counts["Skill"] += skills
             counts["Precondition"] += int(rows[0]["preconditions"] or 0)
         while True:
-            [rows] = await self.write([("erase_nodes_batch", params)])
+            rows = (await self.write([("erase_nodes_batch", params)]))["erase_nodes_batch"]
             if not rows:
                 break
             for row in rows:
                 counts[str(row["label"])] += int(row["nodes"])
         tenant = {"tenant_id": scope.tenant_id}
         if whole:
-            rows = (await self.write([("catalog_lock", tenant), ("erase_catalog", tenant)]))[1]
+            rows = (await self.write([("catalog_lock", tenant), ("erase_catalog", tenant)]))["erase_catalog"]
             counts["SymfonicCatalog"] = int(rows[0]["catalogs"]) if rows else 0
         elif counts["Skill"]:
             await self.write([("catalog_bump", tenant)])  # cached catalogs of the tenant are read again
@@ -507,11 +572,12 @@ class GraphMemoryStore:
             )
         # The catalog lock first: a restore or a re-seed of a skill holds it until it commits, so the prune
         # reads their result and never deletes what they brought back (retracted_prune re-checks triggers).
-        rows = await self.write(
+        written = await self.write(
             [("catalog_lock", {"tenant_id": scope.tenant_id}),
              ("retracted_prune", {**scope.params(), "older_than_seconds": older_than_seconds})]
         )
-        return int(rows[1][0]["pruned"]) if rows[1] else 0
+        rows = written["retracted_prune"]
+        return int(rows[0]["pruned"]) if rows else 0
 
     @within_deadline
     async def publish(self, scope: MemoryScope, write_id: str) -> int:
@@ -525,7 +591,7 @@ class GraphMemoryStore:
         params = {**scope.params(), "write_id": _required_write_id(write_id)}
         await self.fold_published(scope)
         tenant = {"tenant_id": scope.tenant_id}
-        results = await self.write(
+        written = await self.write(
             [
                 ("catalog_lock", tenant),
                 ("write_replace_live", params),
@@ -533,7 +599,7 @@ class GraphMemoryStore:
                 ("catalog_bump", tenant),
             ]
         )
-        return int(results[2][0]["published"])
+        return int(written.one("write_publish")["published"])
 
     @within_deadline
     async def fold_published(self, scope: MemoryScope, *, settle_seconds: float | None = None) -> int:
@@ -545,39 +611,22 @@ class GraphMemoryStore:
         """
         settle = PUBLISH_SETTLE_SECONDS if settle_seconds is None else settle_seconds
         lock: Statement = ("catalog_lock", {"tenant_id": scope.tenant_id})
-        [_, rows] = await self.write([lock, ("write_fold", {"tenant_id": scope.tenant_id, "settle_seconds": settle})])
+        rows = (await self.write([lock, ("write_fold", {"tenant_id": scope.tenant_id, "settle_seconds": settle})]))[
+            "write_fold"]
         if not rows or not rows[0]["due"]:
             return 0
         await self.write([lock, ("write_unlist", {"tenant_id": scope.tenant_id, "entries": rows[0]["due"]})])
         return int(rows[0]["folded"])
 
     async def write_staged(
-        self,
-        scope: MemoryScope,
-        write_id: str | None,
-        statements: Sequence[Statement],
-        *,
-        check: Callable[[int, list[Row]], None] | None = None,
-    ) -> list[list[Row]]:
-        """Like ``write``, but refuse a ``write_id`` this scope already published (nothing is written).
-
-        ``check`` sees the index (into ``statements``) and rows of each statement.
-        """
+        self, scope: MemoryScope, write_id: str | None, steps: Sequence[Step | Statement]
+    ) -> Written:
+        """Like ``write``, but refuse a ``write_id`` this scope already published (nothing is written)."""
         if write_id is None:
-            return await self.write(statements, _check=check)
-
-        def refuse_published(index: int, rows: list[Row]) -> None:
-            if index == 1 and rows and rows[0]["published"]:
-                raise ValidationError(
-                    "write_id", f"{write_id!r} was already published in this scope; stage under a fresh write_id"
-                )
-            if index >= 2 and check is not None:
-                check(index - 2, rows)
-
+            return await self.write(steps)
         lock: Statement = ("catalog_lock", {"tenant_id": scope.tenant_id})
-        guard: Statement = ("write_id_published", {**scope.params(), "write_id": write_id})
-        results = await self.write([lock, guard, *statements], _check=refuse_published)
-        return results[2:]
+        guard = Step("write_id_published", {**scope.params(), "write_id": write_id}, refuse_published(write_id, scope))
+        return await self.write([lock, guard, *steps])
 
     async def discard(self, scope: MemoryScope, write_id: str) -> int:
         """Delete every node staged under ``write_id`` in exactly this scope; return how many.
@@ -586,8 +635,9 @@ class GraphMemoryStore:
         and a discard of the same write, exactly one takes effect.
         """
         params = {**scope.params(), "write_id": _required_write_id(write_id)}
-        results = await self.write([("catalog_lock", {"tenant_id": scope.tenant_id}), ("write_discard", params)])
-        return int(results[1][0]["discarded"]) if results[1] else 0
+        written = await self.write([("catalog_lock", {"tenant_id": scope.tenant_id}), ("write_discard", params)])
+        rows = written["write_discard"]
+        return int(rows[0]["discarded"]) if rows else 0
 
     async def catalog_version(self, scope: MemoryScope) -> int:
         """The tenant's catalog version: bumped by every library write to its skills."""
@@ -599,7 +649,7 @@ class GraphMemoryStore:
 _CATALOG_STATEMENTS = frozenset({"catalog_lock", "catalog_bump"})
 
 
-def catalog_first(statements: Sequence[Statement]) -> tuple[list[Statement], int]:
+def catalog_first(steps: Sequence[Step]) -> list[Step]:
     """The one lock order of every write: catalogs first (in tenant id order), then skills and triggers.
 
     A write that locks or bumps a tenant's catalog node (every write that
@@ -607,20 +657,21 @@ def catalog_first(statements: Sequence[Statement]) -> tuple[list[Statement], int
     each such catalog's lock before any other statement runs, so two writes
     never hold a skill and wait for a catalog the other holds: publish, a live
     re-seed, retract, restore, approve, fold, prune and discard serialize on
-    the catalog instead of deadlocking. Returns the statements to run and how
-    many ``catalog_lock`` statements were put in front (their rows are dropped).
+    the catalog instead of deadlocking. Returns the steps to run: the lock
+    steps put in front are named ``catalog_first:<tenant>``.
 
     Example:
-        >>> catalog_first([("skills_write", {}), ("catalog_bump", {"tenant_id": "acme"})])[1]
-        1
+        >>> [s.name for s in catalog_first([Step("skills_write", {}), Step("catalog_bump", {"tenant_id": "acme"})])]
+        ['catalog_first:acme', 'skills_write', 'catalog_bump']
     """
-    tenants = sorted({str(p["tenant_id"]) for n, p in statements if n in _CATALOG_STATEMENTS})
+    tenants = sorted({str(s.params["tenant_id"]) for s in steps if s.query in _CATALOG_STATEMENTS})
     if not tenants:
-        return list(statements), 0
-    head = [("catalog_lock", {"tenant_id": t}) for t in tenants]
-    if [(n, p.get("tenant_id")) for n, p in statements[: len(head)]] == [(n, p["tenant_id"]) for n, p in head]:
-        return list(statements), 0
-    return [*head, *statements], len(head)
+        return list(steps)
+    head = [Step("catalog_lock", {"tenant_id": t}, key=f"catalog_first:{t}") for t in tenants]
+    leading = [(s.query, s.params.get("tenant_id")) for s in steps[: len(head)]]
+    if leading == [(s.query, s.params["tenant_id"]) for s in head]:
+        return list(steps)
+    return [*head, *steps]
 
 
 def _row(record: neo4j.Record) -> Row:
@@ -655,15 +706,13 @@ def describe_scope(scope: MemoryScope) -> str:
     return f"tenant {scope.tenant_id}, namespace {scope.namespace}"
 
 
-def owned_by(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], None]:
-    """A ``write`` check for statement 0 returning ``owned`` rows: NotFound when none, Authority when not owned.
+def owned_by(scope: MemoryScope, node_id: str) -> Check:
+    """A step check for a statement returning ``owned`` rows: NotFound when none, Authority when not owned.
 
     Raising inside the transaction rolls it back, so nothing changes.
     """
 
-    def check(index: int, rows: list[Row]) -> None:
-        if index != 0:
-            return
+    def check(rows: list[Row]) -> None:
         if not rows:
             raise NotFoundError(f"no node {node_id!r} visible in {describe_scope(scope)}; check the id and the scope")
         row = rows[0]
@@ -679,12 +728,10 @@ def _not_owned(scope: MemoryScope, node_id: str, row: Row) -> str:
             f"make this change in {owner}. Nothing changed.")
 
 
-def _one_target(scope: MemoryScope, node_id: str) -> Callable[[int, list[Row]], None]:
+def _one_target(scope: MemoryScope, node_id: str) -> Check:
     """``owned_by`` for the marker statements, whose ``node_id`` may be an identifier naming several nodes."""
 
-    def check(index: int, rows: list[Row]) -> None:
-        if index != 0:
-            return
+    def check(rows: list[Row]) -> None:
         if not rows:
             raise NotFoundError(f"no node with id or identifier {node_id!r} visible in {describe_scope(scope)}; "
                                 "check the id and the scope (`symfonic-graph skills list` shows both)")
@@ -704,16 +751,29 @@ def held_keys(rows: Sequence[dict[str, Any]]) -> list[str]:
     return [k for r in rows for k in (r["key"], r.get("base_key")) if k is not None]
 
 
-def refuse_held_keys(index: int, what: str) -> Callable[[int, list[Row]], None]:
-    """A ``write`` check for a ``*_keys_held`` statement at ``index``: a key held by another scope aborts."""
+def refuse_held_keys(what: str) -> Check:
+    """A step check for a ``*_keys_held`` statement: a key held by another scope aborts the write."""
 
-    def check(at: int, rows: list[Row]) -> None:
-        if at == index and rows:
+    def check(rows: list[Row]) -> None:
+        if rows:
             row = rows[0]
             raise AuthorityError(
                 f"{what} {row['id']!r} of tenant {row['tenant_id']!r} namespace {row['namespace']!r} holds the key "
                 f"this write would use ({row['key']}); a write never takes over another scope's node. "
                 "Fix that node's symfonic_key (`symfonic-graph doctor` lists it). Nothing was written."
+            )
+
+    return check
+
+
+def refuse_published(write_id: str, scope: MemoryScope) -> Check:
+    """A step check for ``write_id_published``: a write id this scope already published aborts the write."""
+
+    def check(rows: list[Row]) -> None:
+        if rows and rows[0]["published"]:
+            raise ValidationError(
+                "write_id", f"{write_id!r} was already published in {describe_scope(scope)}; "
+                "stage under a fresh write_id"
             )
 
     return check

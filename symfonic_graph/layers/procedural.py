@@ -17,6 +17,7 @@ from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import (
     MAX_KEY_PART,
     GraphMemoryStore,
+    Step,
     check_write_id,
     content_key,
     held_keys,
@@ -126,24 +127,17 @@ class ProceduralLayer:
 
     async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None) -> list[str]:
         """Write the rows; return the skill ids in row order (a re-seeded identifier keeps its id)."""
-        held, capped = refuse_held_keys(0, "skill"), refuse_over_cap(2, scope)
-
-        def check(index: int, found: list[dict[str, Any]]) -> None:
-            held(index, found)
-            capped(index, found)
-
-        results = await self.store.write_staged(
+        written = await self.store.write_staged(
             scope,
             write_id,
             [
-                ("skill_keys_held", {"keys": held_keys(rows), **scope.params()}),
-                ("skills_write", {"rows": rows}),
-                ("skills_owned_count", scope.params()),
-                ("catalog_bump", {"tenant_id": scope.tenant_id}),
+                Step("skill_keys_held", {"keys": held_keys(rows), **scope.params()}, refuse_held_keys("skill")),
+                Step("skills_write", {"rows": rows}),
+                Step("skills_owned_count", scope.params(), refuse_over_cap(scope)),
+                Step("catalog_bump", {"tenant_id": scope.tenant_id}),
             ],
-            check=check,
         )
-        return [str(i) for i in results[1][0]["ids"]]
+        return [str(i) for i in written.one("skills_write")["ids"]]
 
     @within_deadline
     async def query_skills(
@@ -210,8 +204,8 @@ class ProceduralLayer:
         statements: list[tuple[str, dict[str, Any]]] = [("skill_set_status", {**params, "status": status})]
         if then is not None:
             statements.append((then, params))
-        await self.store.write([*statements, ("catalog_bump", {"tenant_id": scope.tenant_id})],
-                               _check=owned_by(scope, skill_id))
+        await self.store.write([Step(*statements[0], owned_by(scope, skill_id)), *statements[1:],
+                                ("catalog_bump", {"tenant_id": scope.tenant_id})])
 
 
 def _approved_rows(

@@ -12,6 +12,7 @@ from symfonic_graph.store import (
     MAX_COUNT,
     MAX_KEY_PART,
     GraphMemoryStore,
+    Step,
     check_write_id,
     content_key,
     held_keys,
@@ -62,14 +63,13 @@ class ProspectiveLayer:
         self, scope: MemoryScope, rows: list[dict[str, Any]], *, write_id: str | None = None
     ) -> list[str]:
         """Write :func:`trigger_row` rows in one transaction; return the ids (a replaced trigger keeps its id)."""
-        results = await self.store.write_staged(
+        written = await self.store.write_staged(
             scope,
             write_id,
-            [("trigger_keys_held", {"keys": held_keys(rows), **scope.params()}),
-             ("triggers_write", {"rows": rows})],
-            check=refuse_held_keys(0, "trigger"),
+            [Step("trigger_keys_held", {"keys": held_keys(rows), **scope.params()}, refuse_held_keys("trigger")),
+             Step("triggers_write", {"rows": rows})],
         )
-        return [str(i) for i in results[1][0]["ids"]]
+        return [str(i) for i in written.one("triggers_write")["ids"]]
 
     async def get_pending(
         self, scope: MemoryScope, *, write_id: str | None = None, limit: int | None = None
@@ -82,7 +82,7 @@ class ProspectiveLayer:
     async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> None:
         """Mark a trigger resolved: it is no longer pending."""
         params = {**scope.params(), "trigger_id": v.text("trigger_id", trigger_id)}
-        await self.store.write([("trigger_resolve", params)], _check=owned_by(scope, trigger_id))
+        await self.store.write([Step("trigger_resolve", params, owned_by(scope, trigger_id))])
 
 
 def trigger_row(
