@@ -48,6 +48,7 @@ from langgraph.types import Checkpointer, Command
 from symfonic_graph._messages import messages_of, terminal_ai_message
 from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.gate import SkillLookup, run_gate
+from symfonic_graph.gate import _lookup as checked_lookup
 from symfonic_graph.lint import ToolLinter
 from symfonic_graph.preflight import preflight_block
 from symfonic_graph.ruleset import RuleSet
@@ -244,9 +245,7 @@ async def _turn_messages(
             skills: Any = snapshot.skills
         else:
             scope, snapshot = None, None
-            skills = memory(state)
-            if inspect.isawaitable(skills):
-                skills = await skills
+            skills = await checked_lookup(memory, state)  # ConfigurationError for a broken lookup
     except StoreUnavailableError as exc:  # no recent catalog either (TurnMemory keeps it for outage_grace)
         log.warning("pre-flight block and reminders skipped: the store is unavailable (%s)", exc)
         return None, []

@@ -46,6 +46,8 @@ DEFAULT_OUTAGE_GRACE = 600.0
 DEFAULT_MAX_TRIGGERS = 100
 """Pending triggers a turn reads at most, oldest first."""
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
+BIG_CATALOG = 250
+"""Skills from which a scope's catalog is shipped in a query of its own, never in a shared batch."""
 
 
 @dataclass(frozen=True)
@@ -131,7 +133,9 @@ class TurnMemory:
             30 us and lets concurrent conversations share round trips; a
             longer window batches more but every turn waits for it (1 ms
             costs about 1.5 ms at c=1). ``None`` turns coalescing off: every
-            call reads on its own.
+            call reads on its own. A scope whose catalog has ``BIG_CATALOG``
+            (250) skills or more ships it in a query of its own, so that its
+            neighbours' turns do not wait for it.
         outage_grace: seconds beyond ``max_age`` for which, while the store
             is unavailable (``StoreUnavailableError``), ``begin()`` enforces
             the last catalog it read for the scope, with a WARNING and a
@@ -285,7 +289,9 @@ class TurnMemory:
     async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:
         params = {**scope.params(), "known_version": known, "write_id": None,
                   "include_drafts": False, "include_retracted": False}
-        if self._coalescer is not None:
+        cached = self._catalogs.get(scope)
+        big = known is None and cached is not None and len(cached.skills) >= BIG_CATALOG
+        if self._coalescer is not None and not big:  # a big catalog to ship would slow every scope of a batch
             return await self._coalescer.read(params)
         [row] = await self._read_many([params])
         return row

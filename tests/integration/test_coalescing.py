@@ -198,3 +198,41 @@ async def test_a_neighbour_whose_read_times_out_never_opens_the_other_tenants_ga
             else:  # every neighbour's guarded call is still blocked
                 assert results[scope].content.startswith(f"Missing precondition: call check_{n} before deploy")
     assert memory._coalescer is not None and memory._coalescer._solo.keys() == {(scopes[3].tenant_id, "user-1")}
+
+
+class RecordingScopes(GraphMemoryStore):
+    """The real store, recording the tenants of each turn read it sends."""
+
+    def __init__(self, store: GraphMemoryStore) -> None:
+        super().__init__(store.driver, database=store.database)
+        self.batches: list[set[str]] = []
+
+    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        if "scopes" in params:
+            self.batches.append({s["tenant_id"] for s in params["scopes"]})
+        return await super().read(name, **params)
+
+
+async def test_a_big_catalog_is_shipped_in_a_query_of_its_own(store: GraphMemoryStore, tenant: str) -> None:
+    from symfonic_graph.turn import BIG_CATALOG
+
+    small = await _seed(store, tenant)
+    big = MemoryScope(f"{tenant}-big")
+    await ProceduralLayer(store).seed_skills(big, [
+        {"label": f"r{i}", "steps": ["deploy"], "source_tag": "authored:t", "identifier": f"r{i}",
+         "action_tool": "deploy", "precondition": ["check"]} for i in range(BIG_CATALOG)])
+    recording = RecordingScopes(store)
+    memory = TurnMemory(recording)
+
+    async def round_of_turns() -> None:
+        async with anyio.create_task_group() as tg:
+            for scope in [*small, big]:
+                tg.start_soon(memory.begin, scope)
+
+    await round_of_turns()  # the first read of each scope: the big one's size is not known yet
+    memory.invalidate()  # every catalog must be shipped again
+    recording.batches.clear()
+    await round_of_turns()
+    assert {big.tenant_id} in recording.batches  # alone
+    assert all(big.tenant_id not in batch for batch in recording.batches if len(batch) > 1)
+    assert len((await memory.begin(big)).skills) == BIG_CATALOG
