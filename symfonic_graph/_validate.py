@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from symfonic_graph._limits import MAX_PRECONDITIONS, MAX_PROPERTY_BYTES, MAX_STEPS
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.records import precondition_from_input, precondition_node
 
@@ -40,10 +41,17 @@ def string_list(field: str, value: object) -> list[str]:
         raise ValidationError(field, f"must be a list of strings, got {type(value).__name__}")
     if not value:
         raise ValidationError(field, "must hold at least one entry")
-    return [text(f"{field}[{i}]", item) for i, item in enumerate(value)]
+    if len(value) > MAX_STEPS:
+        raise ValidationError(field, f"has {len(value)} entries; at most {MAX_STEPS}")
+    return [bounded(f"{field}[{i}]", text(f"{field}[{i}]", item)) for i, item in enumerate(value)]
 
 
-MAX_PRECONDITIONS = 64
+def bounded(field: str, value: str) -> str:
+    """``value`` if its UTF-8 form fits ``MAX_PROPERTY_BYTES`` (a catalog ships every turn), else a ValidationError."""
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size > MAX_PROPERTY_BYTES:
+        raise ValidationError(field, f"is {size} bytes; at most {MAX_PROPERTY_BYTES} (every turn ships it): shorten it")
+    return value
 
 
 def precondition_rows(value: object) -> list[dict[str, Any]]:

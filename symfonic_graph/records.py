@@ -37,6 +37,7 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from symfonic_graph._limits import MAX_PROPERTY_BYTES
 from symfonic_graph.errors import ValidationError
 
 __all__ = [
@@ -161,9 +162,11 @@ def _text(field: str, value: object) -> str:
     if not value.strip():
         raise ValidationError(field, "must not be empty")
     try:
-        value.encode("utf-8")
+        size = len(value.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise ValidationError(field, f"is not valid Unicode text ({exc.reason} at index {exc.start})") from None
+    if size > MAX_PROPERTY_BYTES:
+        raise ValidationError(field, f"is {size} bytes; at most {MAX_PROPERTY_BYTES} (every turn ships it)")
     return value
 
 

@@ -264,10 +264,10 @@ def _skill_row(
     except ValidationError as exc:
         raise ValidationError(p + exc.field, exc.problem) from None
     content = {
-        "label": v.text(f"{p}label", spec["label"]),
+        "label": v.bounded(f"{p}label", v.text(f"{p}label", spec["label"])),
         "steps": v.string_list(f"{p}steps", spec["steps"]),
         "action_tool": v.optional_text(f"{p}action_tool", spec.get("action_tool")),
-        "context": v.text(f"{p}context", spec.get("context", ""), required=False),
+        "context": v.bounded(f"{p}context", v.text(f"{p}context", spec.get("context", ""), required=False)),
         "source": source,
         "preconditions": preconditions,
     }

@@ -200,3 +200,23 @@ def test_write_input_in_every_accepted_shape() -> None:
         path="a", op="exists", has_value=False)
     typed = ToolPrecondition(tool="lookup", same_args=("id",), within="user_turn")
     assert precondition_from_input(typed, "p") == typed
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"label": "x" * 9000}, "label"),
+        ({"context": "y" * 9000}, "context"),
+        ({"steps": ["deliver"] * 201}, "steps"),
+        ({"steps": ["z" * 9000]}, "steps[0]"),
+        ({"precondition": ["t" * 9000]}, "precondition[0]"),
+    ],
+)
+def test_a_catalog_stays_small_enough_to_ship(spec: dict[str, Any], field: str) -> None:
+    from symfonic_graph.layers.procedural import skill_row
+    from symfonic_graph.scope import MemoryScope
+
+    base = {"label": "L", "steps": ["deliver"], "source_tag": "authored:x"}
+    with pytest.raises(ValidationError) as info:
+        skill_row(MemoryScope("acme"), {**base, **spec})
+    assert info.value.field == field
