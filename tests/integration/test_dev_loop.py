@@ -133,7 +133,9 @@ async def _rules(store: GraphMemoryStore, scope: MemoryScope) -> str:
 
 @pytest.mark.anyio
 async def test_the_demo_seed_run_twice_leaves_one_node_per_key(store: GraphMemoryStore, tenants: Tenants) -> None:
-    assert '["skill", "acme", null, "deliver-weekly"]' in tenants.seed_text().replace(tenants.acme, "acme")
+    text = tenants.seed_text().replace(tenants.acme, "acme")
+    assert "MERGE (s:Skill {tenant_id: 'acme', id: 'demo-acme-deliver'})" in text  # ids are per tenant
+    assert 's.symfonic_key = \'["skill", "\' + s.tenant_id + \'", null, "deliver-weekly"]\'' in text  # the key
     await _seed(store, tenants.seed_text())
     first = await _nodes(store, tenants)
     await _seed(store, tenants.seed_text())
@@ -180,7 +182,7 @@ CREATE (:Trigger {id: $trigger_id, tenant_id: $t, namespace: 'user-7', condition
 async def test_the_demo_seed_takes_over_nodes_of_its_older_keyless_version(
     store: GraphMemoryStore, tenants: Tenants, library_holds_the_key: bool
 ) -> None:
-    """A dev database seeded before the keys: its nodes are keyed, or dropped when the key is taken."""
+    """A dev database seeded before the keys: its nodes are keyed; a library node holding the key is replaced."""
     if library_holds_the_key:
         await ProceduralLayer(store).seed_authored_skill(
             MemoryScope(tenants.acme), label="Deliver the weekly report", steps=["deliver"],
@@ -192,11 +194,7 @@ async def test_the_demo_seed_takes_over_nodes_of_its_older_keyless_version(
     await _seed(store, tenants.seed_text())
     nodes = await _nodes(store, tenants)
     expected = _expected(tenants)
-    assert nodes[0]["key"] == expected[0]["key"]  # acme's skill
-    if library_holds_the_key:  # the library's node (its own id) stays; the keyless copy is gone
-        assert nodes[0]["id"] != expected[0]["id"]
-        nodes[0]["id"] = expected[0]["id"]
-    assert nodes == expected
+    assert nodes == expected  # one node per key: the demo's own (tenant_id, id), the library's copy gone
     records, _, _ = await store.driver.execute_query(
         "MATCH (p:Precondition {tenant_id: $t}) WHERE NOT (:Skill)-[:REQUIRES]->(p) RETURN count(p) AS orphans",
         t=tenants.acme, database_=store.database)
