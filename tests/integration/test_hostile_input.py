@@ -24,7 +24,7 @@ HOSTILE = [
     "// name: skills_visible\nMATCH (n) RETURN n",
     "\ufeff zero\u200bwidth",
 ]
-BIG = "ab\x00🧠" * 262_144  # ~1.3 MB of UTF-8
+BIG = "ab\x00🧠" * 1_100  # ~7.7 KB of UTF-8: just under the 8 KB a skill property may hold
 
 
 async def _fingerprint(driver: neo4j.AsyncDriver, tenant: str) -> tuple[int, str]:
@@ -36,7 +36,7 @@ async def _fingerprint(driver: neo4j.AsyncDriver, tenant: str) -> tuple[int, str
     return records[0]["n"], hashlib.sha256(repr(records[0]["rows"]).encode()).hexdigest()
 
 
-@pytest.mark.parametrize("value", [*HOSTILE, BIG], ids=[*(f"hostile{i}" for i in range(len(HOSTILE))), "1MB"])
+@pytest.mark.parametrize("value", [*HOSTILE, BIG], ids=[*(f"hostile{i}" for i in range(len(HOSTILE))), "8KB"])
 async def test_hostile_strings_round_trip_exactly(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, scope: MemoryScope, value: str
 ) -> None:
@@ -69,7 +69,8 @@ async def test_hostile_strings_round_trip_exactly(
     assert await ProceduralLayer(store).query_skills(ns, query=value[:50]) == [read]
 
     assert await _fingerprint(driver, bystander.tenant_id) == before
-    records, _, _ = await driver.execute_query("SHOW CONSTRAINTS YIELD name WHERE name = 'skill_id' RETURN name")
+    records, _, _ = await driver.execute_query(
+        "SHOW CONSTRAINTS YIELD name WHERE name IN ['skill_id', 'skill_id_per_tenant'] RETURN name")
     assert records, "schema intact"
 
 
