@@ -27,6 +27,7 @@ from symfonic_graph.gate import (
     precondition_condition,
 )
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer, SemanticLayer, SkillSpec
+from symfonic_graph.mining import RuleProposal, mine_rules
 from symfonic_graph.models import Fact, Skill, Trigger
 from symfonic_graph.preconditions import DroppedSkill, filter_skills_by_state_predicates
 from symfonic_graph.preflight import build_preflight_contribution
@@ -38,9 +39,11 @@ from symfonic_graph.recall import (
     recall_policy_for,
     without_prospective_recall,
 )
+from symfonic_graph.replay import ReplayReport, RuleReplay, replay
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.skill_source import StoreSkillGetter
 from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.traces import Trace, load_traces
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
     Neo4jSelectionAuditSink,
@@ -75,7 +78,10 @@ __all__ = [
     "QueryError",
     "QueryFileError",
     "RecallHit",
+    "ReplayReport",
     "RetrievalPolicy",
+    "RuleProposal",
+    "RuleReplay",
     "SchemaError",
     "ScopeError",
     "SemanticLayer",
@@ -85,6 +91,7 @@ __all__ = [
     "StoreSkillGetter",
     "StoreUnavailableError",
     "SymfonicGraphError",
+    "Trace",
     "Trigger",
     "TriggerSelectionSink",
     "TurnMemory",
@@ -95,10 +102,13 @@ __all__ = [
     "create_precondition_gate_node",
     "explain_tool_call",
     "filter_skills_by_state_predicates",
+    "load_traces",
+    "mine_rules",
     "precondition_condition",
     "prospective_trigger_capabilities",
     "recall",
     "recall_policy_for",
+    "replay",
     "scope_from_state",
     "scope_from_turn",
     "scope_of",

@@ -23,6 +23,7 @@ __all__ = [
     "MISSING_PREFIX",
     "CallResult",
     "History",
+    "HistoryReader",
     "ToolCallRef",
     "UNAVAILABLE_PREFIX",
     "called_tools",
@@ -31,6 +32,7 @@ __all__ = [
     "parse_turn",
     "terminal_ai_message",
     "terminal_tool_calls",
+    "tool_calls_of",
 ]
 
 GATE_MARKER_KEY: Final = "symfonic_graph_gate"
@@ -184,6 +186,60 @@ class History:
         return frozenset(r.name for r in self.results if count_failed or not r.failed)
 
 
+class HistoryReader:
+    """Read a conversation one message at a time, as :func:`parse_turn` reads it.
+
+    ``parse_turn`` is this reader fed every message but the last, so replaying
+    a long conversation turn by turn costs one pass instead of one per turn.
+
+    Example:
+        >>> reader = HistoryReader()
+        >>> reader.feed({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "auth"}]})
+        >>> reader.feed({"role": "tool", "content": "ok", "tool_call_id": "c1"})
+        >>> [r.name for r in reader.history().results]
+        ['auth']
+    """
+
+    __slots__ = ("_calls_by_id", "_results", "_user_turn")
+
+    def __init__(self) -> None:
+        self._calls_by_id: dict[str, ToolCallRef] = {}
+        self._results: list[CallResult] = []
+        self._user_turn = 0
+
+    def feed(self, message: object, calls: Sequence[ToolCallRef] | None = None) -> None:
+        """Take one more message (``calls``: its tool calls, when the caller already read them)."""
+        kind = _kind(message)
+        if kind == "ai":
+            for ref in _tool_calls(message) if calls is None else calls:
+                if ref.id is not None:
+                    self._calls_by_id[ref.id] = ref
+        elif kind == "user":
+            self._user_turn += 1
+        elif kind == "tool" and not _is_injected(message):
+            call = self._calls_by_id.get(field(message, "tool_call_id"))
+            name = field(message, "name")
+            if not (isinstance(name, str) and name):
+                name = call.name if call is not None else None
+            if name:
+                self._results.append(
+                    CallResult(name, call.args if call is not None else None, _failed(message), self._user_turn))
+
+    @property
+    def results(self) -> Sequence[CallResult]:
+        """The calls made so far, in the order their results appeared (a live view: do not change it)."""
+        return self._results
+
+    def history(self) -> History:
+        """The calls made in the messages fed so far."""
+        return History(tuple(self._results), self._user_turn)
+
+
+def tool_calls_of(message: object) -> list[ToolCallRef]:
+    """The tool calls of ``message`` when it is an AI message, else ``[]``."""
+    return _tool_calls(message)
+
+
 def parse_turn(messages: Sequence[Any]) -> tuple[History, list[ToolCallRef]]:
     """Read a conversation once: the calls made before its terminal message, and that message's calls.
 
@@ -201,25 +257,10 @@ def parse_turn(messages: Sequence[Any]) -> tuple[History, list[ToolCallRef]]:
     """
     if not messages:
         return History(), []
-    calls_by_id: dict[str, ToolCallRef] = {}
-    results: list[CallResult] = []
-    user_turn = 0
+    reader = HistoryReader()
     for message in messages[:-1]:
-        kind = _kind(message)
-        if kind == "ai":
-            for ref in _tool_calls(message):
-                if ref.id is not None:
-                    calls_by_id[ref.id] = ref
-        elif kind == "user":
-            user_turn += 1
-        elif kind == "tool" and not _is_injected(message):
-            call = calls_by_id.get(field(message, "tool_call_id"))
-            name = field(message, "name")
-            if not (isinstance(name, str) and name):
-                name = call.name if call is not None else None
-            if name:
-                results.append(CallResult(name, call.args if call is not None else None, _failed(message), user_turn))
-    return History(tuple(results), user_turn), _tool_calls(messages[-1])
+        reader.feed(message)
+    return reader.history(), _tool_calls(messages[-1])
 
 
 def called_tools(messages: Iterable[Any]) -> frozenset[str]:
