@@ -38,7 +38,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from symfonic_graph._messages import HistoryReader, tool_calls_of
+from symfonic_graph._messages import HistoryReader
 from symfonic_graph.errors import ValidationError
 
 __all__ = ["RuleProposal", "before_each_call", "mine_rules"]
@@ -89,14 +89,12 @@ def before_each_call(messages: Iterable[Any]) -> dict[str, set[str]]:
     seen = 0
     out: dict[str, set[str]] = {}
     for message in messages:
-        calls = tool_calls_of(message)
-        for call in calls:
+        for call in reader.feed(message):  # an AI message adds no result: ``done`` is what came before it
             earlier = out.get(call.name)
             if earlier is None:
                 out[call.name] = set(done)
             else:
                 earlier &= done
-        reader.feed(message, calls)
         results = reader.results
         if len(results) > seen:
             done.update(r.name for r in results[seen:])

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from symfonic_graph._messages import HistoryReader, tool_calls_of
+from symfonic_graph._messages import HistoryReader
 from symfonic_graph.gate import GateDecision, _decide
 from symfonic_graph.ruleset import Rule, rules_of
 
@@ -125,7 +125,7 @@ def replay(
         any_outcome = any_outcome or outcome is not None
         reader = HistoryReader()
         for message in trace.messages:
-            calls = tool_calls_of(message)
+            calls = reader.feed(message)  # an AI message adds no call made: the history is the one before it
             if calls:
                 history = reader.history()
                 for call in calls:
@@ -146,7 +146,6 @@ def replay(
                         tally.failure += 1
                     if len(tally.trace_ids) < MAX_TRACE_IDS and trace.id not in tally.trace_ids:
                         tally.trace_ids.append(str(trace.id))
-            reader.feed(message, calls)
     return ReplayReport(count, [
         RuleReplay(rule.skill_id, rule.label, rule.action_tool or "", "shadow" if rule.shadow else "enforce",
                    t.checked, t.blocked, tuple(t.trace_ids),

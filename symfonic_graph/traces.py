@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,16 +25,12 @@ from typing import IO, Any, Final, Literal
 
 from symfonic_graph.errors import ValidationError
 
-__all__ = ["MAX_DEPTH", "MAX_ENTRY_CHARS", "Outcome", "Trace", "load_traces"]
+__all__ = ["MAX_ENTRY_CHARS", "Outcome", "Trace", "load_traces"]
 
 Outcome = Literal["success", "failure"]
-MAX_DEPTH: Final = 100
-"""Deepest nesting of arrays and objects an entry may have."""
 MAX_ENTRY_CHARS: Final = 64 * 1024 * 1024
 """Longest entry (a JSONL line, or one item of a JSON list), in characters."""
 _CHUNK: Final = 1 << 20
-_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
 _JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
 
 
@@ -56,21 +51,6 @@ class Trace:
     id: str
     messages: Sequence[Any]
     outcome: Outcome | None = None
-
-
-def _too_deep(text: str, limit: int = MAX_DEPTH) -> bool:
-    """True when arrays and objects in the JSON ``text`` nest deeper than ``limit`` (no recursion)."""
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    depth = 0
-    for char in _NOT_BRACKET.sub("", _STRING.sub("", text)):
-        if char in "[{":
-            depth += 1
-            if depth > limit:
-                return True
-        else:
-            depth -= 1
-    return False
 
 
 def _entry(where: str, item: object, default_id: str) -> Trace:
@@ -102,14 +82,14 @@ def _check_messages(where: str, messages: list[Any]) -> None:
 
 
 def _decode(where: str, text: str) -> Any:
+    """One entry's JSON; nesting too deep for the decoder is one typed error, never a RecursionError."""
     if len(text) > MAX_ENTRY_CHARS:
         raise ValidationError(where, f"longer than {MAX_ENTRY_CHARS} characters; split the conversation")
-    if _too_deep(text):
-        raise ValidationError(where, f"nested deeper than {MAX_DEPTH} levels")
     try:
         return json.loads(text)
     except RecursionError:
-        raise ValidationError(where, f"nested deeper than {MAX_DEPTH} levels") from None
+        raise ValidationError(where, "nested too deeply for a conversation (arrays or objects inside each "
+                                     "other hundreds of levels deep)") from None
     except ValueError as exc:
         raise ValidationError(where, f"not valid JSON ({exc})") from None
 

@@ -80,7 +80,7 @@ def test_deep_nesting_is_one_typed_error(tmp_path: Path, name: str) -> None:
     path = tmp_path / name
     deep = "[" * 100_000 + "]" * 100_000
     path.write_text('{"id": "a", "messages": ' + deep + "}\n" if name.endswith("l") else "[" + deep + "]")
-    with pytest.raises(ValidationError, match="nested deeper"):
+    with pytest.raises(ValidationError, match="nested too deeply"):
         list(load_traces(path))
 
 
