@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from neo4j.exceptions import DriverError, Neo4jError
 
-from symfonic_graph.cli import _inspect, _operator, _server, _store_commands
+from symfonic_graph.cli import _inspect, _operator, _rules_trust, _server, _store_commands
 from symfonic_graph.cli._common import one_line
 from symfonic_graph.errors import SymfonicGraphError
 
@@ -33,6 +33,7 @@ def build_parser() -> argparse.ArgumentParser:
     _server.register(sub)
     _store_commands.register(sub)
     _operator.register(sub)
+    _rules_trust.register(sub)
     _inspect.register(sub)
     return parser
 
