@@ -207,12 +207,3 @@ RETURN row.identifier AS identifier,
             ELSE 'kept' END AS outcome,
        CASE WHEN size(found) = 0 THEN [row.id] ELSE [d IN found | d.id] END AS ids,
        [d IN found | CASE WHEN d:SymfonicRetracted THEN 'retracted' ELSE d.status END] AS statuses;
-
-// name: mined_evidence
-// params: tenant_id, namespace, ids
-// The mining evidence of the given skills the scope sees (for `skills list`).
-MATCH (s:Skill)
-WHERE s.id IN $ids AND s.tenant_id = $tenant_id AND (s.namespace IS NULL OR s.namespace = $namespace)
-  AND s.support IS NOT NULL
-RETURN s.id AS id, s.support AS support, s.confidence AS confidence, s.failures_without AS failures_without,
-       s.examples AS examples;

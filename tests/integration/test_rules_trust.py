@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import neo4j
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage, messages_to_dict
@@ -64,7 +65,7 @@ async def _recorded_file(store: GraphMemoryStore, scope: MemoryScope, path: Path
 
 
 async def test_record_mine_propose_replay_approve_and_the_next_turn_enforces(
-    store: GraphMemoryStore, scope: MemoryScope, forget: list[str], tmp_path: Path
+    store: GraphMemoryStore, scope: MemoryScope, forget: list[str], tmp_path: Path, driver: neo4j.AsyncDriver
 ) -> None:
     path = await _recorded_file(store, scope, tmp_path / "conversations.jsonl")
     layer = ProceduralLayer(store)
@@ -83,7 +84,10 @@ async def test_record_mine_propose_replay_approve_and_the_next_turn_enforces(
     assert sorted((d.identifier, d.status, d.source) for d in drafts) == [
         ("mined:deliver:get_status", "draft", "mined"), ("mined:deliver:lookup", "draft", "mined")]
     assert await layer.query_skills(scope) == []  # drafts never reach a turn
-    [row] = await store.read("mined_evidence", **scope.params(), ids=first[0]["ids"])
+    records, _, _ = await driver.execute_query(
+        "MATCH (s:Skill {id: $id}) RETURN s.support AS support, s.confidence AS confidence, "
+        "s.failures_without AS failures_without, s.examples AS examples", {"id": first[0]["ids"][0]})
+    [row] = records
     assert (row["support"], row["confidence"], row["failures_without"]) == (6, 1.0, 2)
     assert row["examples"] == [f"conv-{i}" for i in range(5)]
 
