@@ -61,7 +61,7 @@ def synthetic(count: int, seed: int = 1) -> Iterator[Trace]:
 
 
 def skills() -> list[Any]:
-    """Ten rules in the shape the gate reads: each tool needs the one before it; two are shadow rules."""
+    """Nine rules in the shape the gate reads: each tool needs the one before it; two are shadow rules."""
     out = []
     for i, (before, action) in enumerate(itertools.pairwise(TOOLS)):
         meta = {"label": f"{before} before {action}", "action_tool": action, "precondition": [before]}

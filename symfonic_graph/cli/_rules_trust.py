@@ -110,7 +110,7 @@ def mine_text(proposals: list[RuleProposal], outcomes: list[dict[str, Any]] | No
         if outcomes is not None:
             row.append(f"{outcomes[i]['outcome']} {','.join(outcomes[i]['ids'])}")
         rows.append(row)
-    header = ["call A -> before B", "support", "confidence", "failures without", "examples"]
+    header = ["A -> B (call A before B)", "support", "confidence", "failures without", "examples"]
     return _table(header + (["draft"] if outcomes is not None else []), rows)
 
 
