@@ -156,3 +156,17 @@ def test_state_predicates_see_the_replay_state() -> None:
     rule = _rule("buy", ["login", {"state": {"path": "plan", "op": "eq", "value": "pro"}}], "r1")
     assert replay([Trace("t", AI_BUY)], [rule]).rules[0].blocked == 0  # empty state: the rule does not apply
     assert replay([Trace("t", AI_BUY)], [rule], state={"plan": "pro"}).rules[0].blocked == 1
+
+
+def test_cli_tables_name_every_figure() -> None:
+    from symfonic_graph import MemoryScope, mine_rules
+    from symfonic_graph.cli._rules_trust import mine_text, replay_text
+
+    report = replay([Trace("bad", AI_BUY, "failure")], [_rule("buy", ["login"], "r1")])
+    text = replay_text(report, MemoryScope("acme"))
+    assert "replayed 1 trace(s) against 1 rule(s)" in text
+    assert text.splitlines()[-1].split() == ["R1", "r1", "buy", "enforce", "1", "1", "0", "1", "bad"]
+    proposals = mine_rules([Trace(f"t{i}", AI_LOGIN_BUY) for i in range(5)])
+    assert mine_text(proposals, None).splitlines()[-1].split() == [
+        "login", "->", "buy", "5", "1.000", "-", "t0,", "t1,", "t2,", "t3,", "t4"]
+    assert mine_text([], None).startswith("no rule")
