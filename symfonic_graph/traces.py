@@ -183,8 +183,11 @@ class _ArrayReader:
             _, end = self.decoder.raw_decode(self.buf, self.pos)
         except RecursionError:
             return len(self.buf) if self.eof else None
-        except ValueError:
-            return len(self.buf) if self.eof else None  # maybe incomplete: read more; at EOF report it
+        except json.JSONDecodeError as exc:
+            truncated = exc.pos >= len(self.buf) - 8 or exc.msg.startswith("Unterminated string")
+            if truncated and not self.eof:
+                return None  # the entry goes on in the next chunk
+            return len(self.buf)  # a real error: decoding the rest reports it at the same place
         if end == len(self.buf) and not self.eof:
             return None  # a number or literal may go on in the next chunk
         return end

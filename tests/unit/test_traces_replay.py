@@ -54,6 +54,10 @@ def test_json_list_is_read_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyP
     entries = [{"id": f"t{i}", "messages": AI_LOGIN_BUY, "outcome": "success"} for i in range(20)]
     path.write_text(json.dumps(entries))
     assert [t.id for t in load_traces(path)] == [f"t{i}" for i in range(20)]
+    broken = json.dumps(entries[:3], indent=1).replace('"outcome": "success"', '"outcome": "success",,', 1)
+    path.write_text(broken + "\n" * 100 + " " * 10_000)
+    with pytest.raises(ValidationError, match=r"line 2: not valid JSON \(Expecting property name"):
+        list(load_traces(path))
 
 
 @pytest.mark.parametrize(("name", "text", "message"), [
