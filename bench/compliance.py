@@ -27,7 +27,6 @@ The tenant's nodes are deleted at the end, also when the run fails.
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
 import time
@@ -39,7 +38,9 @@ from typing import Any, Protocol
 from bench._bfcl import INSTALL_HINT, Call, bfcl_installed
 from symfonic_graph._messages import GATE_MARKER_KEY, GATE_MARKER_VALUE
 from symfonic_graph.gate import GateDecision, gate_decisions
+from symfonic_graph.mining import mine_rules
 from symfonic_graph.ruleset import RuleSet, rules_of
+from symfonic_graph.traces import Outcome, Trace
 
 # --- the authored rules ---------------------------------------------------------------
 
@@ -261,32 +262,9 @@ def run_sequence(
 # --- traces and mining ------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class BenchTrace:
-    """A recorded conversation, shaped as ``symfonic_graph.traces.Trace`` (used when that module is absent)."""
-
-    id: str
-    messages: Sequence[Any]
-    outcome: str | None
-
-
-def make_trace(id: str, messages: Sequence[Any], outcome: str | None) -> Any:
-    """A ``symfonic_graph.traces.Trace`` when the library has one, else a :class:`BenchTrace`."""
-    try:
-        trace_cls: Any = importlib.import_module("symfonic_graph.traces").Trace
-    except (ImportError, AttributeError):
-        trace_cls = BenchTrace
-    return trace_cls(id=id, messages=list(messages), outcome=outcome)
-
-
-def miner() -> tuple[Callable[..., list[Any]], str]:
-    """``symfonic_graph.mining.mine_rules`` when the library has it, else bench's reference miner; and its name."""
-    try:
-        return importlib.import_module("symfonic_graph.mining").mine_rules, "symfonic_graph.mining"
-    except (ImportError, AttributeError):
-        from bench._mining import mine_rules
-
-        return mine_rules, "bench/_mining.py (symfonic_graph.mining is not in this checkout yet)"
+def make_trace(id: str, messages: Sequence[Any], outcome: Outcome | None) -> Trace:
+    """One recorded conversation, as the library's miner and replay read it."""
+    return Trace(id=id, messages=list(messages), outcome=outcome)
 
 
 # --- the benchmark ------------------------------------------------------------------------
@@ -410,8 +388,8 @@ def evaluate(tasks: Sequence[Any], rules: RuleSet) -> tuple[list[Row], list[Any]
 
 def mined_table(traces: Sequence[Any], *, min_support: int, min_confidence: float) -> str:
     """The mined proposals beside the authored rules, or the line saying mining is skipped."""
-    mine, name = miner()
-    proposals = mine(traces, min_support=min_support, min_confidence=min_confidence)
+    name = "symfonic_graph.mining"
+    proposals = mine_rules(traces, min_support=min_support, min_confidence=min_confidence)
     mined = {(p.action, p.precondition): p for p in proposals}
     rows = []
     for requires, actions in sorted(precondition_tools().items()):

@@ -32,13 +32,16 @@ from symfonic_graph.errors import (
 )
 from symfonic_graph.gate import create_precondition_gate_node, precondition_condition
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
+from symfonic_graph.mining import RuleProposal, mine_rules
 from symfonic_graph.models import Fact, Skill, Trigger
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.preflight import build_preflight_contribution
 from symfonic_graph.recall import MemoryLayer, RetrievalPolicy, recall_policy_for, without_prospective_recall
 from symfonic_graph.records import AnyPrecondition, StatePrecondition, TextPrecondition, ToolPrecondition
+from symfonic_graph.replay import ReplayReport, RuleReplay, replay
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph.traces import Trace, load_traces
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
     PendingTrigger,
@@ -67,7 +70,10 @@ __all__ = [
     "ProspectiveLayer",
     "ProspectiveTriggerCapability",
     "QueryError",
+    "ReplayReport",
     "RetrievalPolicy",
+    "RuleProposal",
+    "RuleReplay",
     "ScopeError",
     "Skill",
     "StatePrecondition",
@@ -75,6 +81,7 @@ __all__ = [
     "SymfonicGraphError",
     "TextPrecondition",
     "ToolPrecondition",
+    "Trace",
     "Trigger",
     "TriggerSelectionSink",
     "TurnMemory",
@@ -83,9 +90,12 @@ __all__ = [
     "build_preflight_contribution",
     "create_precondition_gate_node",
     "filter_skills_by_state_predicates",
+    "load_traces",
+    "mine_rules",
     "precondition_condition",
     "prospective_trigger_capabilities",
     "recall_policy_for",
+    "replay",
     "without_prospective_recall",
 ]
 

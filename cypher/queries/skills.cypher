@@ -162,3 +162,63 @@ RETURN c.version AS version;
 // The version, or null when it is not a non-negative integer.
 MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 RETURN CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0 THEN c.version END AS version;
+
+// name: skill_set_enforcement
+// params: tenant_id, namespace, skill_id, enforcement
+// Shadow or enforce a visible, published skill (`enforcement` = "shadow" or
+// "enforce"); only the scope that owns it (exactly its namespace) changes it.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
+MATCH (s:Skill {id: $skill_id})
+WHERE s.tenant_id = $tenant_id
+  AND (s.namespace IS NULL OR s.namespace = $namespace)
+  AND NOT s:SymfonicRetracted
+  AND (NOT s:SymfonicUnpublished
+       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
+WITH s, ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace) AS owned
+CALL (s, owned) {
+  WITH s WHERE owned
+  SET s.enforcement = $enforcement, s.updated_at = datetime()
+}
+RETURN s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace, owned;
+
+// name: mined_drafts_write
+// params: rows, tenant_id, namespace
+// Write mined rules as drafts, one per identifier ("mined:<action>:<precondition>")
+// in exactly this scope. No skill of that identifier yet: create the draft with
+// its precondition and evidence. An open draft (not retracted): update its
+// evidence. Any other status (approved, rejected) or a retracted draft: leave
+// it as it is, so mining again never duplicates, resurrects or demotes a rule.
+UNWIND $rows AS row
+OPTIONAL MATCH (old:Skill {tenant_id: $tenant_id, identifier: row.identifier})
+WHERE coalesce(old.namespace = $namespace, old.namespace IS NULL AND $namespace IS NULL)
+WITH row, collect(old) AS found
+CALL (row, found) {
+  WITH row, found WHERE size(found) = 0
+  CREATE (s:Skill {symfonic_key: row.key})
+  SET s.id = row.id, s.created_at = datetime(), s.tenant_id = row.tenant_id, s.namespace = row.namespace,
+      s.label = row.label, s.identifier = row.identifier, s.steps = row.steps, s.action_tool = row.action_tool,
+      s.context = row.context, s.status = 'draft', s.active = true, s.source = row.source,
+      s.updated_at = datetime(), s.symfonic_rev = row.rev,
+      s.support = row.support, s.confidence = row.confidence, s.failures_without = row.failures_without,
+      s.examples = row.examples
+  WITH s, row
+  UNWIND row.preconditions AS p
+  CREATE (s)-[:REQUIRES {position: p.position}]->(n:Precondition)
+  SET n.tenant_id = row.tenant_id, n.namespace = row.namespace, n.kind = p.kind,
+      n.tool = p.tool, n.same_args = p.same_args, n.within = p.within, n.tools = p.tools,
+      n.path = p.path, n.op = p.op, n.value = p.value, n.if_missing = p.if_missing, n.text = p.text,
+      n.symfonic_rev = row.rev
+}
+CALL (row, found) {
+  UNWIND found AS d
+  WITH d, row WHERE d.status = 'draft' AND NOT d:SymfonicRetracted
+  SET d.support = row.support, d.confidence = row.confidence, d.failures_without = row.failures_without,
+      d.examples = row.examples, d.updated_at = datetime()
+}
+RETURN row.identifier AS identifier,
+       CASE WHEN size(found) = 0 THEN 'created'
+            WHEN any(d IN found WHERE d.status = 'draft' AND NOT d:SymfonicRetracted) THEN 'updated'
+            ELSE 'kept' END AS outcome,
+       CASE WHEN size(found) = 0 THEN [row.id] ELSE [d IN found | d.id] END AS ids,
+       [d IN found | CASE WHEN d:SymfonicRetracted THEN 'retracted' ELSE d.status END] AS statuses;

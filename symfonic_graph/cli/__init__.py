@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from neo4j.exceptions import DriverError, Neo4jError
 
-from symfonic_graph.cli import _inspect, _operator, _rules, _server, _store_commands, _tenants
+from symfonic_graph.cli import _inspect, _operator, _rules, _rules_trust, _server, _store_commands, _tenants
 from symfonic_graph.cli._common import one_line
 from symfonic_graph.errors import SymfonicGraphError
 
@@ -36,7 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     _operator.register(sub)
     _inspect.register(sub)
     _tenants.register(sub)
-    _rules.register(sub)
+    _rules.register(sub)  # `rules lint`; _rules_trust adds replay and mine to the same `rules` group
+    _rules_trust.register(sub)
     return parser
 
 

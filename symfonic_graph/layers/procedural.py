@@ -197,6 +197,31 @@ class ProceduralLayer:
         """Reject a draft (or an approved skill): turns stop seeing it."""
         await self._set_status(scope, skill_id, "rejected")
 
+    async def propose_mined(self, scope: MemoryScope, proposals: Sequence[Any]) -> list[dict[str, Any]]:
+        """Write mined rules (``RuleProposal``) as draft skills, keyed by (action, precondition).
+
+        Each becomes the draft ``mined:<action>:<precondition>`` (source
+        ``mined``, its evidence as the properties ``support``, ``confidence``,
+        ``failures_without`` and ``examples``). Mining again updates the
+        evidence of an open draft and never adds a second one; a rejected,
+        approved or retracted rule of that identifier is left as it is.
+
+        Returns:
+            Per proposal, in order: ``{"identifier", "outcome", "ids", "statuses"}``
+            with ``outcome`` ``"created"``, ``"updated"`` or ``"kept"``.
+        """
+        if isinstance(proposals, (str, bytes, Mapping)) or not isinstance(proposals, Sequence):
+            raise ValidationError("proposals", "must be a list of RuleProposal")
+        rows = [_mined_row(scope, p, f"proposals[{i}].") for i, p in enumerate(proposals)]
+        if not rows:
+            return []
+        written = await self.store.write(
+            [Step("skill_keys_held", {"keys": held_keys(rows), **scope.params()}, refuse_held_keys("skill")),
+             Step("mined_drafts_write", {"rows": rows, **scope.params()})],
+        )
+        by_identifier = {r["identifier"]: r for r in written["mined_drafts_write"]}
+        return [dict(by_identifier[row["identifier"]]) for row in rows]
+
     async def _set_status(
         self, scope: MemoryScope, skill_id: str, status: str, *, then: str | None = None
     ) -> None:
@@ -292,3 +317,22 @@ def _skill_row(
         "status": status,
         "rev": f"{new_id()}/{len(preconditions)}",
     }
+
+
+def _mined_row(scope: MemoryScope, proposal: Any, p: str) -> dict[str, Any]:
+    """The ``mined_drafts_write`` row of one proposal (validated like any draft skill)."""
+    try:
+        action, pre = str(proposal.action), str(proposal.precondition)
+        support, confidence = int(proposal.support), float(proposal.confidence)
+        failures = None if proposal.failures_without is None else int(proposal.failures_without)
+        examples = [str(e) for e in proposal.examples]
+    except (AttributeError, TypeError, ValueError):
+        raise ValidationError(p.rstrip("."), "must be a RuleProposal (action, precondition, support, "
+                                             "confidence, failures_without, examples)") from None
+    spec = {"label": f"Call {pre} before {action}", "steps": [pre, action], "source_tag": "mined",
+            "action_tool": action, "precondition": [pre], "identifier": f"mined:{action}:{pre}",
+            "context": f"Mined from recorded conversations: support {support}, confidence {confidence:.3f}."}
+    row = _skill_row(scope, spec, "draft", None, field_prefix=p, authored=False)
+    row["key"], row["base_key"] = row["base_key"], None  # one draft per identifier: it holds the key itself
+    return {**row, "support": support, "confidence": confidence, "failures_without": failures,
+            "examples": examples}

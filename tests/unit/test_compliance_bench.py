@@ -1,7 +1,7 @@
 """The pieces of bench/compliance.py on a tiny fixture (the benchmark itself is a script, not a test).
 
 The pure pieces (perturbation, the scripted obeying model, traces, the
-reference miner) run on a two-tool shop; the BFCL pieces are skipped when
+library miner) run on a two-tool shop; the BFCL pieces are skipped when
 bfcl-eval is not installed (it is in the optional ``bench`` extra).
 """
 
@@ -15,10 +15,8 @@ import pytest
 
 from bench import compliance
 from bench._bfcl import INSTALL_HINT, Call
-from bench._mining import mine_rules
 from bench.compliance import (
     AuthoredRule,
-    BenchTrace,
     Sequence_,
     Step,
     make_trace,
@@ -26,6 +24,8 @@ from bench.compliance import (
     run_sequence,
 )
 from symfonic_graph.gate import called_tools
+from symfonic_graph.mining import mine_rules
+from symfonic_graph.traces import Outcome, Trace
 from tests.unit._skills import skill, state_pred
 
 
@@ -123,12 +123,12 @@ def test_traces_have_the_trace_shape() -> None:
     assert called_tools(trace.messages) == {"look", "login", "buy"}
 
 
-def _trace(id: str, names: list[str], outcome: str | None = "success") -> BenchTrace:
+def _trace(id: str, names: list[str], outcome: Outcome | None = "success") -> Trace:
     seq = Sequence_(id, ["q"], tuple(Step(0, Call(n, {"item": "x"} if n == "buy" else {})) for n in names))
-    return BenchTrace(id, run_sequence(seq, Shop()).messages, outcome)
+    return Trace(id, run_sequence(seq, Shop()).messages, outcome)
 
 
-def test_reference_miner_follows_the_spec_semantics() -> None:
+def test_library_miner_on_bench_traces_follows_the_spec_semantics() -> None:
     traces = [_trace(f"ok{i}", ["login", "buy", "look"]) for i in range(5)]
     [p] = mine_rules(traces, actions=["buy"])
     assert (p.action, p.precondition, p.support, p.confidence) == ("buy", "login", 5, 1.0)
@@ -140,7 +140,7 @@ def test_reference_miner_follows_the_spec_semantics() -> None:
     assert q.support == 5 and q.failures_without == 1
 
 
-def test_reference_miner_prunes_transitive_rules() -> None:
+def test_library_miner_on_bench_traces_prunes_transitive_rules() -> None:
     traces = [_trace(f"t{i}", ["look", "login", "buy"]) for i in range(5)]
     rules = {(p.precondition, p.action) for p in mine_rules(traces)}
     assert rules == {("look", "login"), ("login", "buy")}  # look -> buy is enforced through login

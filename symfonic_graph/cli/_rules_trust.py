@@ -1,0 +1,167 @@
+"""Rules an operator can trust (SPEC §12): ``rules replay|mine`` and ``skills approve|reject|shadow|enforce``.
+
+Registration reuses a ``rules`` or ``skills`` command another module already
+added, so each module adds only its own actions.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
+from symfonic_graph.cli._connect import open_store
+from symfonic_graph.layers import ProceduralLayer
+from symfonic_graph.mining import RuleProposal, mine_rules
+from symfonic_graph.replay import ReplayReport, replay
+from symfonic_graph.scope import MemoryScope
+from symfonic_graph.store import GraphMemoryStore, Step, owned_by
+from symfonic_graph.traces import load_traces
+
+
+def _actions_of(sub: Any, name: str, helptext: str) -> Any:
+    """The subcommand ``name`` of ``sub`` and its action subparsers, created when absent."""
+    parser = sub.choices.get(name) or sub.add_parser(name, help=helptext)
+    for action in parser._actions:  # argparse keeps no public handle on a parser's subparsers
+        if isinstance(action, argparse._SubParsersAction):
+            return action
+    return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+
+
+def register(sub: Any) -> None:
+    rules = _actions_of(sub, "rules", "replay rules over recorded conversations, mine new ones")
+    rp = rules.add_parser("replay", help="what the scope's rules would have blocked in recorded conversations")
+    rp.add_argument("traces", type=Path, help="JSON or JSONL file of traces (docs/rules.md)")
+    add_scope_flags(rp)
+    add_json_flag(rp)
+    rp.add_argument("--include-drafts", action="store_true", help="replay draft rules too")
+    rp.set_defaults(handler=lambda a: anyio.run(_replay, a))
+
+    mine = rules.add_parser("mine", help='propose "call A before B" rules from recorded conversations')
+    mine.add_argument("traces", type=Path, help="JSON or JSONL file of traces (docs/rules.md)")
+    add_scope_flags(mine)
+    add_json_flag(mine)
+    mine.add_argument("--actions", default=None, help="comma-separated tools that may be guarded (default: all)")
+    mine.add_argument("--min-support", type=int, default=5, help="fewest conversations calling the action")
+    mine.add_argument("--min-confidence", type=float, default=0.95, help="least share without a violation")
+    mine.add_argument("--propose", action="store_true", help="write the proposals as draft skills")
+    mine.set_defaults(handler=lambda a: anyio.run(_mine, a))
+
+    skills = _actions_of(sub, "skills", "inspect skills")
+    for name, helptext in (("approve", "approve a draft: turns enforce it"),
+                           ("reject", "reject a skill: turns stop seeing it"),
+                           ("shadow", "report what the rule would block, never block (bumps the catalog)"),
+                           ("enforce", "enforce a shadow rule (bumps the catalog)")):
+        p = skills.add_parser(name, help=helptext)
+        p.add_argument("skill", metavar="ID", help="the skill's id, or its identifier")
+        add_scope_flags(p)
+        add_json_flag(p)
+        p.set_defaults(handler=lambda a, n=name: anyio.run(_skill_action, a, n))
+
+
+# --- replay -------------------------------------------------------------------------
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip()
+                     for r in [header, *rows])
+
+
+def _opt(value: int | None) -> str:
+    return "-" if value is None else str(value)
+
+
+def replay_text(report: ReplayReport, scope: MemoryScope) -> str:
+    """The readable table of ``rules replay``."""
+    head = f"replayed {report.traces} trace(s) against {len(report.rules)} rule(s) of {scope!r}"
+    if not report.rules:
+        return head + "\n(no rules with an action tool)"
+    rows = [[r.label or "<unnamed>", r.skill_id or "", r.action, r.enforcement, str(r.checked), str(r.blocked),
+             _opt(r.blocked_in_success), _opt(r.blocked_in_failure), ", ".join(r.trace_ids)] for r in report.rules]
+    return head + "\n" + _table(["rule", "id", "action", "mode", "checked", "blocked", "in success", "in failure",
+                                 "example traces"], rows)
+
+
+async def _replay(args: argparse.Namespace) -> int:
+    scope = scope_of(args)
+    async with open_store() as store:
+        skills = await ProceduralLayer(store).query_skills(scope, include_drafts=args.include_drafts)
+    report = replay(load_traces(args.traces), skills)
+    emit(args, {"tenant_id": scope.tenant_id, "namespace": scope.namespace, **report.to_dict()},
+         replay_text(report, scope))
+    return 0
+
+
+# --- mine ---------------------------------------------------------------------------
+
+
+def mine_text(proposals: list[RuleProposal], outcomes: list[dict[str, Any]] | None) -> str:
+    """The readable table of ``rules mine``."""
+    if not proposals:
+        return "no rule reaches the support and confidence asked for"
+    rows = []
+    for i, p in enumerate(proposals):
+        row = [f"{p.precondition} -> {p.action}", str(p.support), f"{p.confidence:.3f}", _opt(p.failures_without),
+               ", ".join(p.examples)]
+        if outcomes is not None:
+            row.append(f"{outcomes[i]['outcome']} {','.join(outcomes[i]['ids'])}")
+        rows.append(row)
+    header = ["A -> B (call A before B)", "support", "confidence", "failures without", "examples"]
+    return _table(header + (["draft"] if outcomes is not None else []), rows)
+
+
+async def _mine(args: argparse.Namespace) -> int:
+    actions = None if args.actions is None else [a.strip() for a in args.actions.split(",") if a.strip()]
+    proposals = mine_rules(load_traces(args.traces), actions=actions, min_support=args.min_support,
+                           min_confidence=args.min_confidence)
+    outcomes = None
+    if args.propose:
+        async with open_store() as store:
+            outcomes = await ProceduralLayer(store).propose_mined(scope_of(args), proposals)
+    data = [{**p.to_dict(), **({"draft": outcomes[i]} if outcomes is not None else {})}
+            for i, p in enumerate(proposals)]
+    emit(args, data, mine_text(proposals, outcomes))
+    return 0
+
+
+# --- skills approve | reject | shadow | enforce ----------------------------------------------
+
+
+async def resolve_skill(layer: ProceduralLayer, scope: MemoryScope, given: str) -> str:
+    """``given`` as a skill id: itself when a skill has that id, else the id of the skill with that identifier."""
+    skills = await layer.query_skills(scope, include_drafts=True)
+    if any(s.id == given for s in skills):
+        return given
+    named = [s for s in skills if s.identifier == given]
+    owned = [s for s in named if s.namespace == scope.namespace] or named
+    return owned[0].id if owned else given  # unknown: the write says it is not found
+
+
+async def set_enforcement(store: GraphMemoryStore, scope: MemoryScope, skill_id: str, enforcement: str) -> None:
+    """Shadow or enforce a skill in its owning scope, and bump the catalog so turns read it again."""
+    params = {**scope.params(), "skill_id": skill_id, "enforcement": enforcement}
+    await store.write([Step("skill_set_enforcement", params, owned_by(scope, skill_id)),
+                       Step("catalog_bump", {"tenant_id": scope.tenant_id})])
+
+
+_DONE = {"approve": "approved", "reject": "rejected", "shadow": "shadowed", "enforce": "enforced"}
+
+
+async def _skill_action(args: argparse.Namespace, name: str) -> int:
+    scope = scope_of(args)
+    async with open_store() as store:
+        layer = ProceduralLayer(store)
+        skill_id = await resolve_skill(layer, scope, args.skill)
+        if name == "approve":
+            await layer.approve(scope, skill_id)
+        elif name == "reject":
+            await layer.reject(scope, skill_id)
+        else:
+            await set_enforcement(store, scope, skill_id, name)
+    emit(args, {"action": name, "skill_id": skill_id, "tenant_id": scope.tenant_id, "namespace": scope.namespace},
+         f"{_DONE[name]} {skill_id}")
+    return 0
