@@ -82,7 +82,7 @@ def _peak(work: Callable[[], Any]) -> float:
     tracemalloc.start()
     try:
         work()
-        return tracemalloc.get_traced_memory()[1] / 2**20
+        return tracemalloc.get_traced_memory()[1] / 2**10
     finally:
         tracemalloc.stop()
 
@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> None:
           f"of {sum(r.checked for r in report.rules)} checked")
 
     small = max(n // 10, 1)
-    print("peak traced memory (MiB)      at N/10    at N")
+    print("peak traced memory (KiB)      at N/10    at N")
     print(f"  mine_rules                   {_peak(lambda: mine_rules(synthetic(small))):6.1f} "
           f"{_peak(lambda: mine_rules(synthetic(n))):7.1f}")
     print(f"  replay                       {_peak(lambda: replay(synthetic(small), rules)):6.1f} "
