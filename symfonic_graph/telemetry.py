@@ -28,7 +28,7 @@ one (``opentelemetry.trace.set_tracer_provider``), looked up on first use.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Coroutine, Iterable, Sized
+from collections.abc import Callable, Coroutine, Iterable, Sequence, Sized
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, Protocol, TypeVar
 
@@ -106,6 +106,8 @@ RULES_STALE: Final = "symfonic_graph.rules.stale"
 RULES_AGE: Final = "symfonic_graph.rules.age_seconds"
 STALE_RESULT_TYPE: Final = "rules"
 """``gen_ai.guardrail.result.type`` of the record saying an outage left the gate with its last rules."""
+SHADOW_RESULT_TYPE: Final = "shadow"
+"""``gen_ai.guardrail.result.type`` of a call a shadow rule would have blocked (value ``would_block``)."""
 
 VERDICT: Final = "verdict"
 """``gen_ai.guardrail.result.type``: the result field the gate reports (``GateDecision.verdict``)."""
@@ -148,6 +150,8 @@ class _Decision(Protocol):
     def blocking(self) -> _Check | None: ...
     @property
     def missing(self) -> tuple[str, ...]: ...
+    @property
+    def shadowed(self) -> Sequence[Any]: ...
 
 
 Owner = TypeVar("Owner")
@@ -333,6 +337,24 @@ def _decision_attributes(decision: _Decision) -> dict[str, AttributeValue]:
     return attributes
 
 
+def _shadow_attributes(decision: _Decision, check: Any) -> dict[str, AttributeValue]:
+    attributes: dict[str, AttributeValue] = {
+        GUARDRAIL_COMPONENT_NAME: GATE_COMPONENT,
+        GUARDRAIL_RESULT_TYPE: SHADOW_RESULT_TYPE,
+        GUARDRAIL_RESULT_VALUE: "would_block",
+        GUARDRAIL_RESULT_REASON: "a shadow rule's precondition is missing; the call was not blocked",
+        TOOL_NAME: decision.tool_name,
+        MISSING_TOOLS: list(check.missing),
+    }
+    if decision.call_id is not None:
+        attributes[TOOL_CALL_ID] = decision.call_id
+    if check.skill_id is not None:
+        attributes[GUARDRAIL_POLICY_ID] = check.skill_id
+    if check.label is not None:
+        attributes[SKILL_LABEL] = check.label
+    return attributes
+
+
 _GATE_ATTRIBUTES: Final[dict[str, AttributeValue]] = {
     OPERATION_NAME: APPLY_GUARDRAIL, GUARDRAIL_COMPONENT_NAME: GATE_COMPONENT,
 }
@@ -369,6 +391,8 @@ def traced_gate(run_gate: Callable[P, Coroutine[Any, Any, Decisions]]) -> Callab
                 if decision.verdict != "allowed":
                     blocked.append(decision.tool_name)
                 span.add_event(GUARDRAIL_RESULT_EVENT, _decision_attributes(decision))
+                for check in decision.shadowed:  # a shadow rule: reported, never enforced
+                    span.add_event(GUARDRAIL_RESULT_EVENT, _shadow_attributes(decision, check))
             summary: dict[str, AttributeValue] = {
                 GATE_STRICT: bool(kwargs.get("strict", False)), GATE_DECISIONS: count, GATE_BLOCKED: len(blocked),
             }

@@ -240,3 +240,23 @@ async def test_a_sampled_out_gate_run_records_nothing_and_still_decides() -> Non
         [decision] = await run_gate(asking(("deploy", "c1")), lookup(DEPLOY))
     assert decision.verdict == "blocked"
     assert exporter.get_finished_spans() == ()
+
+
+async def test_a_shadow_rule_is_a_would_block_result_and_the_call_is_allowed(spans: InMemorySpanExporter) -> None:
+    shadow = SimpleNamespace(id="sk-shadow", metadata={"label": "Deploy", "action_tool": "deploy",
+                                                       "precondition": ["run_tests"], "enforcement": "shadow"})
+    [decision] = await run_gate(asking(("deploy", "call-1")), lookup(shadow))
+    assert decision.verdict == "allowed"
+    verdict, would_block = results(only_gate_span(spans))
+    assert verdict["gen_ai.guardrail.result.value"] == "allowed"
+    assert would_block == {
+        "gen_ai.guardrail.component.name": "symfonic_graph.precondition_gate",
+        "gen_ai.guardrail.result.type": "shadow",
+        "gen_ai.guardrail.result.value": "would_block",
+        "gen_ai.guardrail.result.reason": "a shadow rule's precondition is missing; the call was not blocked",
+        "gen_ai.guardrail.policy.id": "sk-shadow",
+        "gen_ai.tool.name": "deploy",
+        "gen_ai.tool.call.id": "call-1",
+        "symfonic_graph.skill.label": "Deploy",
+        "symfonic_graph.precondition.missing": ("run_tests",),
+    }
