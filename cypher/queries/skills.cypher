@@ -112,13 +112,12 @@ RETURN skill_row;
 // (exactly its namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
-MATCH (s:Skill {id: $skill_id})
-WHERE s.tenant_id = $tenant_id
-  AND (s.namespace IS NULL OR s.namespace = $namespace)
-  AND NOT s:SymfonicRetracted
-  AND (NOT s:SymfonicUnpublished
-       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
-WITH s, ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace) AS owned
+MATCH (n:Skill {id: $skill_id})
+WHERE
+  // include: node_addressable
+WITH n AS s,
+  // include: node_owned
+  AS owned
 CALL (s, owned) {
   WITH s WHERE owned
   SET s.status = $status, s.updated_at = datetime()
@@ -169,13 +168,12 @@ RETURN CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0 T
 // "enforce"); only the scope that owns it (exactly its namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
-MATCH (s:Skill {id: $skill_id})
-WHERE s.tenant_id = $tenant_id
-  AND (s.namespace IS NULL OR s.namespace = $namespace)
-  AND NOT s:SymfonicRetracted
-  AND (NOT s:SymfonicUnpublished
-       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
-WITH s, ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace) AS owned
+MATCH (n:Skill {id: $skill_id})
+WHERE
+  // include: node_addressable
+WITH n AS s,
+  // include: node_owned
+  AS owned
 CALL (s, owned) {
   WITH s WHERE owned
   SET s.enforcement = $enforcement, s.updated_at = datetime()

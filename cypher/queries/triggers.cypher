@@ -52,13 +52,12 @@ RETURN key, t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace;
 // namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
-MATCH (t:Trigger {id: $trigger_id})
-WHERE t.tenant_id = $tenant_id
-  AND (t.namespace IS NULL OR t.namespace = $namespace)
-  AND NOT t:SymfonicRetracted
-  AND (NOT t:SymfonicUnpublished
-       OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
-WITH t, ((t.namespace IS NULL AND $namespace IS NULL) OR t.namespace = $namespace) AS owned
+MATCH (n:Trigger {id: $trigger_id})
+WHERE
+  // include: node_addressable
+WITH n AS t,
+  // include: node_owned
+  AS owned
 CALL (t, owned) {
   WITH t WHERE owned
   SET t.status = 'resolved', t.resolved_at = datetime()

@@ -100,3 +100,18 @@ def test_every_tenant_scoped_read_filters_tenant_namespace_and_markers(name: str
     if name != "skill_by_id":  # audit read by id: sees retracted on purpose
         assert "SymfonicRetracted" in text, name
     assert "STARTS WITH $tenant_id" not in text and "CONTAINS $tenant_id" not in text
+
+
+def test_writes_addressing_a_node_by_id_share_one_scope_rule() -> None:
+    """Approve/reject, shadow/enforce and resolve read the same visibility and ownership fragments (no copies)."""
+    from pathlib import Path
+
+    queries = Path(__file__).resolve().parents[2] / "cypher" / "queries"
+    blocks = {}
+    for path in queries.glob("*.cypher"):
+        for block in path.read_text(encoding="utf-8").split("// name: ")[1:]:
+            blocks[block.split("\n", 1)[0].strip()] = block
+    for name in ("skill_set_status", "skill_set_enforcement", "trigger_resolve"):
+        assert "// include: node_addressable" in blocks[name], name
+        assert "// include: node_owned" in blocks[name], name
+        assert "symfonic_replaced_by" not in blocks[name], f"{name} copies the rule instead of including it"
