@@ -68,7 +68,7 @@ async def test_hostile_strings_round_trip_exactly(
     assert await ProceduralLayer(store).query_skills(ns, query=value[:50]) == [read]
 
     assert await _fingerprint(driver, bystander.tenant_id) == before
-    records, _, _ = await driver.execute_query("SHOW CONSTRAINTS YIELD name WHERE name = 'skill_id' RETURN name")
+    records, _, _ = await driver.execute_query("SHOW CONSTRAINTS YIELD name WHERE name = 'skill_id_per_tenant' RETURN name")
     assert records, "schema intact"
 
 
