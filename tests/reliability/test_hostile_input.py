@@ -249,8 +249,16 @@ class HostileProbe:
 
     async def retract_node_id(self, value: Any) -> None:
         async def run() -> tuple[Any, Any]:
-            await self.store.retract(self.scope, value, reason="hostile")
-            return "NotFoundError", "retracted"
+            # No node has this id; a live skill or trigger of the scope may carry it as its identifier
+            # (retract takes identifiers too): then exactly that node is retracted, and restored here.
+            node_id = await self.store.retract(self.scope, value, reason="hostile")
+            records, _, _ = await self.driver.execute_query(
+                "MATCH (n {id: $id}) WHERE n.tenant_id = $t "
+                "RETURN n.identifier AS identifier, n:SymfonicRetracted AS retracted",
+                id=node_id, t=self.scope.tenant_id, database_=self.store.database,
+            )
+            await self.store.restore(self.scope, node_id)
+            return (value, True), (records[0]["identifier"], records[0]["retracted"])
 
         await self.attempt("retract", "node_id", value, run, not_found_ok=isinstance(value, str) and bool(value))
 
