@@ -68,6 +68,7 @@ from symfonic_graph import (
 )
 from symfonic_graph.errors import AuthorityError
 from symfonic_graph.layers import SemanticLayer
+from symfonic_graph.store import describe_scope
 from tests.reliability._stats import FIGURES
 
 pytestmark = pytest.mark.reliability
@@ -399,7 +400,8 @@ class IsolationMachine(RuleBasedStateMachine):
         if node.owned_by(scope):
             return None
         FIGURES["isolation.namespace_writes"] += 1
-        return Refusal(authority=True, names=(repr(node.owner), "Nothing changed"), not_found_ok=hidden_from_writes)
+        return Refusal(authority=True, names=(describe_scope(node.owner), "Nothing changed"),
+                       not_found_ok=hidden_from_writes)
 
     def _drop(self, node_id: str) -> Node | None:
         node = self.nodes.pop(node_id, None) or self.ghosts.pop(node_id, None)
