@@ -30,6 +30,7 @@ __all__ = [
     "field",
     "messages_of",
     "parse_turn",
+    "read_history",
     "terminal_ai_message",
     "terminal_tool_calls",
 ]
@@ -291,8 +292,20 @@ def called_tools(messages: Iterable[Any]) -> frozenset[str]:
         ... ])
         frozenset({'auth'})
     """
-    history, _ = parse_turn([*messages, None])
-    return history.called(count_failed=True)
+    return read_history(messages).called(count_failed=True)
+
+
+def read_history(messages: Iterable[Any]) -> History:
+    """The calls made in ``messages``, every one of them read as history (no terminal message held back).
+
+    Example:
+        >>> read_history([{"role": "user", "content": "hi"}]).user_turn
+        1
+    """
+    reader = HistoryReader()
+    for message in messages:
+        reader.feed(message)
+    return reader.history()
 
 
 def messages_of(state: object, key: str = "messages") -> Sequence[Any]:

@@ -2,14 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from pydantic import BaseModel
-
-from symfonic_graph._limits import MAX_PRECONDITIONS, MAX_PROPERTY_BYTES, MAX_STEPS
+from symfonic_graph._limits import MAX_PROPERTY_BYTES, MAX_STEPS
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.records import precondition_from_input, precondition_node
 
 
 def text(field: str, value: object, *, required: bool = True) -> str:
@@ -52,19 +46,3 @@ def bounded(field: str, value: str) -> str:
     if size > MAX_PROPERTY_BYTES:
         raise ValidationError(field, f"is {size} bytes; at most {MAX_PROPERTY_BYTES} (every turn ships it): shorten it")
     return value
-
-
-def precondition_rows(value: object) -> list[dict[str, Any]]:
-    """Turn a skill's ``precondition`` argument into Precondition node rows."""
-    if value is None:
-        return []
-    if isinstance(value, (list, tuple)) and len(value) > MAX_PRECONDITIONS:
-        raise ValidationError(
-            "precondition", f"has {len(value)} entries; a skill takes at most {MAX_PRECONDITIONS}"
-        )
-    if isinstance(value, (list, tuple)):
-        return [precondition_node(precondition_from_input(item, f"precondition[{i}]"), i)
-                for i, item in enumerate(value)]
-    if not isinstance(value, (str, Mapping, BaseModel)):
-        raise ValidationError("precondition", f"must be None, a string or a list, got {type(value).__name__}")
-    return [precondition_node(precondition_from_input(value, "precondition"), 0)]

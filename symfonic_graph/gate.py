@@ -55,6 +55,7 @@ from symfonic_graph._messages import (
     called_tools,
     messages_of,
     parse_turn,
+    read_history,
     terminal_tool_calls,
 )
 from symfonic_graph.errors import ConfigurationError, ScopeError, StoreUnavailableError
@@ -71,6 +72,7 @@ __all__ = [
     "ToolCallRef",
     "called_tools",
     "create_precondition_gate_node",
+    "decide_call",
     "explain_tool_call",
     "gate_decisions",
     "gate_errors",
@@ -205,7 +207,7 @@ class GateDecision:
         )
 
 
-def _decide(
+def decide_call(
     rules: RuleSet,
     call: ToolCallRef,
     history: History,
@@ -215,6 +217,11 @@ def _decide(
     count_failed: bool,
     enforce_shadow: bool = False,
 ) -> GateDecision:
+    """The gate's decision on one call, given the calls made before it: the one decision the gate and replay share.
+
+    ``filtered`` applies the skills' state predicates; ``enforce_shadow`` lets
+    shadow rules block (replay counts what they would block).
+    """
     matched: list[SkillCheck] = []
     dropped: list[DroppedSkill] = []
     for rule in rules.for_tool(call.name):
@@ -259,9 +266,9 @@ def explain_tool_call(
         >>> explain_tool_call([skill], "deploy", called=["auth"]).verdict
         'allowed'
     """
-    history = parse_turn([*messages, None])[0] if messages is not None else History.of_names(called)
+    history = read_history(messages) if messages is not None else History.of_names(called)
     call = ToolCallRef(call_id, tool_name, args)
-    return _decide(rules_of(skills), call, history, state, filtered=state is not None,
+    return decide_call(rules_of(skills), call, history, state, filtered=state is not None,
                    count_failed=count_failed_calls)
 
 
@@ -302,7 +309,7 @@ def _decide_turn(
         return ()
     rules = rules_of(skills)
     decisions = tuple(
-        _decide(rules, call, history, state, filtered=True, count_failed=count_failed_calls,
+        decide_call(rules, call, history, state, filtered=True, count_failed=count_failed_calls,
                 enforce_shadow=enforce_shadow)
         for call in calls
     )

@@ -116,7 +116,7 @@ class Skill(BaseModel):
             "status": self.status,
             "source": self.source,
             "identifier": self.identifier,
-            "precondition": [precondition_item(p) for p in self.preconditions] or None,
+            "precondition": None if self.precondition is None else list(self.precondition),
             "enforcement": self.enforcement,
         }
 

@@ -37,7 +37,8 @@ from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from symfonic_graph._limits import MAX_PROPERTY_BYTES
+from symfonic_graph import _validate as v
+from symfonic_graph._limits import MAX_PRECONDITIONS
 from symfonic_graph.errors import ValidationError
 
 __all__ = [
@@ -53,6 +54,7 @@ __all__ = [
     "precondition_from_node",
     "precondition_item",
     "precondition_node",
+    "precondition_nodes",
 ]
 
 STATE_OPS: Final = frozenset({"eq", "neq", "in", "exists"})
@@ -157,17 +159,7 @@ Precondition = Annotated[
 
 
 def _text(field: str, value: object) -> str:
-    if not isinstance(value, str):
-        raise ValidationError(field, f"must be a string, got {type(value).__name__}")
-    if not value.strip():
-        raise ValidationError(field, "must not be empty")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError as exc:
-        raise ValidationError(field, f"is not valid Unicode text ({exc.reason} at index {exc.start})") from None
-    if size > MAX_PROPERTY_BYTES:
-        raise ValidationError(field, f"is {size} bytes; at most {MAX_PROPERTY_BYTES} (every turn ships it)")
-    return value
+    return v.bounded(field, v.text(field, value))
 
 
 def _tool_name(field: str, value: object) -> str:
@@ -294,6 +286,26 @@ def precondition_from_input(item: object, field: str) -> Precondition:
         _keys(field, item, {"kind", "text"})
         return TextPrecondition(text=_text(f"{field}.text", item.get("text")))
     raise ValidationError(f"{field}.kind", f"must be one of tool, any, state, text; got {kind!r}")
+
+
+def precondition_nodes(value: object) -> list[dict[str, Any]]:
+    """A skill's ``precondition`` argument (None, one entry, or a list) as validated node rows, in order.
+
+    Example:
+        >>> [row["kind"] for row in precondition_nodes(["auth", "Be kind."])]
+        ['tool', 'text']
+    """
+    if value is None:
+        return []
+    if isinstance(value, (list, tuple)):
+        if len(value) > MAX_PRECONDITIONS:
+            raise ValidationError(
+                "precondition", f"has {len(value)} entries; a skill takes at most {MAX_PRECONDITIONS}")
+        return [precondition_node(precondition_from_input(item, f"precondition[{i}]"), i)
+                for i, item in enumerate(value)]
+    if not isinstance(value, (str, Mapping, BaseModel)):
+        raise ValidationError("precondition", f"must be None, a string or a list, got {type(value).__name__}")
+    return [precondition_node(precondition_from_input(value, "precondition"), 0)]
 
 
 def precondition_node(entry: Precondition, position: int) -> dict[str, Any]:

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from symfonic_graph._messages import HistoryReader
-from symfonic_graph.gate import GateDecision, _decide
+from symfonic_graph.gate import GateDecision, decide_call
 from symfonic_graph.ruleset import Rule, rules_of
 
 __all__ = ["ReplayReport", "RuleReplay", "replay"]
@@ -134,7 +134,7 @@ def replay(
                         continue
                     for rule in candidates:
                         tallies[id(rule)].checked += 1
-                    decision = _decide(ruleset, call, history, state, filtered=True,
+                    decision = decide_call(ruleset, call, history, state, filtered=True,
                                        count_failed=count_failed_calls, enforce_shadow=True)
                     if decision.blocking is None:
                         continue

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -17,6 +18,7 @@ from symfonic_graph.doctor import diagnose
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import GateDecision, explain_tool_call
 from symfonic_graph.layers import ProceduralLayer
+from symfonic_graph.traces import load_traces
 from symfonic_graph.turn import DEFAULT_MAX_TRIGGERS
 
 
@@ -89,17 +91,14 @@ def render_decision(decision: GateDecision) -> str:
 
 
 def _load_messages(path: Path | None) -> list[Any] | None:
+    """The conversation of ``--messages``: one trace, read by the traces reader replay and mining use."""
     if path is None:
         return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError) as exc:
-        raise ValidationError(f"--messages {path}", f"not a readable JSON file: {exc}") from None
-    if isinstance(data, dict):
-        data = data.get("messages")
-    if not isinstance(data, list):
-        raise ValidationError(f"--messages {path}", "must hold a list of messages or an object with a `messages` list")
-    return data
+    traces = list(itertools.islice(load_traces(path), 2))
+    if len(traces) != 1:
+        raise ValidationError(f"--messages {path}", f"must hold one conversation, found {len(traces) or 'none'}"
+                              f"{' or more' if len(traces) > 1 else ''}")
+    return list(traces[0].messages)
 
 
 def _load_args(text: str | None) -> dict[str, Any] | None:

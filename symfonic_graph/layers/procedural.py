@@ -13,6 +13,7 @@ from symfonic_graph._limits import refuse_over_cap
 from symfonic_graph.errors import NotFoundError, ValidationError
 from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
+from symfonic_graph.records import precondition_nodes
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import (
     MAX_KEY_PART,
@@ -285,7 +286,7 @@ def _skill_row(
     if identifier is not None and len(identifier) > MAX_KEY_PART:
         raise ValidationError(f"{p}identifier", f"must be at most {MAX_KEY_PART} characters")
     try:
-        preconditions = v.precondition_rows(spec.get("precondition"))
+        preconditions = precondition_nodes(spec.get("precondition"))
     except ValidationError as exc:
         raise ValidationError(p + exc.field, exc.problem) from None
     content = {

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from symfonic_graph._messages import History, ToolCallRef
-from symfonic_graph.gate import _decide, explain_tool_call
+from symfonic_graph.gate import decide_call, explain_tool_call
 from symfonic_graph.preconditions import action_tool_of, partition_skills_by_state, required_tools
 from symfonic_graph.preflight import build_preflight_contribution, preflight_block
 from symfonic_graph.ruleset import RuleSet, rules_of
@@ -56,7 +56,7 @@ def test_compiled_decisions_match_the_pure_rules(skills: list[Any], state: Any, 
     assert [c.required for c in decision.matched] == [tuple(required_tools(s, tool)) for s in expected]
     first_missing = next((s for s in expected if set(required_tools(s, tool)) - called), None)
     assert decision.verdict == ("allowed" if first_missing is None else "blocked")
-    assert decision == _decide(rules_of(list(skills)), ToolCallRef(None, tool), History.of_names(called), state,
+    assert decision == decide_call(rules_of(list(skills)), ToolCallRef(None, tool), History.of_names(called), state,
                                filtered=True, count_failed=False)
 
 
