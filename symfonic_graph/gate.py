@@ -313,7 +313,7 @@ def _decide_turn(
                 enforce_shadow=enforce_shadow)
         for call in calls
     )
-    log_dropped({id(d.skill): d for decision in decisions for d in decision.dropped}.values())
+    log_dropped({id(d.rule): d for decision in decisions for d in decision.dropped}.values())
     for decision in decisions:
         for check in decision.shadowed:
             log.info("shadow rule %r (id=%s) would have blocked %s: missing %s",

@@ -357,7 +357,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         scope = self.scope_for(getattr(request.runtime, "context", None), state)
         shown = self._shown.get((scope, call_id)) if isinstance(call_id, str) else None
 
-        async def skills(_: object) -> tuple[Any, ...]:
+        async def skills(_: object) -> Sequence[Any]:
             # Read now when this middleware did not see the call requested (a run resumed elsewhere),
             # or when the snapshot is older than max_age (a run resumed after a human approval).
             fresh = shown is not None and self.memory.clock() - shown.taken_at < self.memory.max_age

@@ -344,6 +344,7 @@ class DroppedSkill:
         index: position of the failing predicate among the skill's predicates.
         predicate: the failing predicate as stored.
         reason: a short human-readable explanation.
+        rule: the compiled rule that was dropped, when a ``RuleSet`` decided (excluded from equality).
 
     Example:
         >>> DroppedSkill(None, "Deploy", "sk-1", 0, {"path": "env", "op": "exists"},
@@ -357,6 +358,7 @@ class DroppedSkill:
     index: int
     predicate: object
     reason: str
+    rule: object = field(default=None, compare=False, repr=False)
 
     def describe(self) -> str:
         """One line naming the skill and the failing predicate."""

@@ -84,7 +84,9 @@ def build_preflight_contribution(
         >>> build_preflight_contribution([]) is None
         True
     """
-    if state is not None:
+    if state is not None and isinstance(skills, RuleSet):  # compiled: no skill is rebuilt to be filtered
+        skills = RuleSet.of_rules(rule for rule in skills.rules if rule.applies(state))
+    elif state is not None:
         skills = filter_skills_by_state_predicates(skills, state)
     lines = preflight_lines(skills, include_negative=include_negative)
     if not lines:

@@ -93,8 +93,8 @@ class _Tally:
 
 def _blocking_rule(candidates: tuple[Rule, ...], decision: GateDecision) -> Rule:
     """The rule behind ``decision.blocking``: the gate checks the candidates its state filter keeps, in order."""
-    dropped = {id(d.skill) for d in decision.dropped}
-    kept = [rule for rule in candidates if id(rule.skill) not in dropped]
+    dropped = {id(d.rule) for d in decision.dropped}
+    kept = [rule for rule in candidates if id(rule) not in dropped]
     index = next(i for i, check in enumerate(decision.matched) if check is decision.blocking)
     return kept[index]
 

@@ -19,12 +19,14 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
+from symfonic_graph._intern import shared
 from symfonic_graph._messages import History
 from symfonic_graph.contributions import PluginContribution
+from symfonic_graph.models import Skill
 from symfonic_graph.preconditions import (
     DroppedSkill,
     _metadata,
@@ -38,9 +40,15 @@ from symfonic_graph.preconditions import (
     state_predicates,
     tool_requirement_met,
 )
-from symfonic_graph.records import AnyPrecondition, ToolPrecondition, UnreadablePrecondition
+from symfonic_graph.records import (
+    AnyPrecondition,
+    StatePrecondition,
+    ToolPrecondition,
+    UnreadablePrecondition,
+    bare_identifier,
+)
 
-__all__ = ["Rule", "RuleSet", "SkillCheck", "requirement_phrase", "rules_of"]
+__all__ = ["PackedSkill", "Rule", "RuleSet", "SkillCheck", "requirement_phrase", "rules_of"]
 
 _MAX_BLOCKS = 256  # distinct predicate states whose block a RuleSet keeps
 
@@ -107,13 +115,14 @@ class Rule:
     """One skill as the gate sees it: the tool it guards, what must come first, when it applies.
 
     Attributes:
+        source: the skill as given, or its packed form (see ``skill``).
         requirements: the enforced entries, in entry order (tool, any-of, unreadable).
         required: every tool name the requirements mention, in order, without repeats.
         predicates: the state predicates deciding whether the skill applies.
         shadow: reported, never blocking (``enforcement = "shadow"``).
     """
 
-    skill: Any
+    source: Any
     action_tool: str | None
     required: tuple[str, ...]
     predicates: tuple[Any, ...]
@@ -122,15 +131,32 @@ class Rule:
     requirements: tuple[Requirement, ...] = ()
     shadow: bool = False
 
+    @property
+    def skill(self) -> Any:
+        """The skill this rule was compiled from (a packed ``Skill`` is rebuilt, equal, on each access)."""
+        source = self.source
+        return source.skill() if type(source) is PackedSkill else source
+
     def failure(self, state: object) -> DroppedSkill | None:
         """Why a state predicate drops this skill in ``state``, or None when every predicate holds."""
+        failing = self._failing(state)
+        if failing is None:
+            return None
+        index, reason = failing
+        return DroppedSkill(self.skill, self.label, self.skill_id, index, self.predicates[index], reason, rule=self)
+
+    def applies(self, state: object) -> bool:
+        """True when every state predicate holds in ``state`` (``failure`` without building its report)."""
+        return self._failing(state) is None
+
+    def _failing(self, state: object) -> tuple[int, str] | None:
         for index, predicate in enumerate(self.predicates):
             try:
                 reason = predicate_failure(predicate, state)
             except Exception as exc:  # defensive, keeps the filter total
                 reason = f"evaluation failed ({type(exc).__name__})"
             if reason is not None:
-                return DroppedSkill(self.skill, self.label, self.skill_id, index, predicate, reason)
+                return index, reason
         return None
 
     def check(self, args: Any, history: History, *, count_failed: bool = False) -> SkillCheck:
@@ -173,7 +199,7 @@ def _requirements(entries: Iterable[Any], action: str) -> tuple[Requirement, ...
         if isinstance(entry, ToolPrecondition):
             name = entry.name
             if name is not None and name != action:  # a rule naming its own action could never be met
-                req = entry.model_copy(update={"tool": name})
+                req = entry if name == entry.tool else entry.model_copy(update={"tool": name})
         elif isinstance(entry, AnyPrecondition):
             names = tuple(n for n in entry.names if n != action)
             req = AnyPrecondition(tools=names) if names else None
@@ -184,45 +210,148 @@ def _requirements(entries: Iterable[Any], action: str) -> tuple[Requirement, ...
     return tuple(out)
 
 
-def _rule(skill: Any) -> Rule:
+def _rule(skill: Any, *, pack: bool = False) -> Rule:
+    """Compile one skill; ``pack`` holds a read ``Skill`` packed, with equal values shared."""
+    if isinstance(skill, Skill):
+        return _typed_rule(skill, pack=pack)
     read = _Read(skill)
     action = action_tool_of(read)
     requirements = _requirements(read.preconditions, action) if action is not None else ()
+    predicates = tuple(state_predicates(skill))
+    shadow = read.metadata.get("enforcement") == "shadow" or getattr(skill, "enforcement", None) == "shadow"
+    return Rule(skill, action, _names(requirements), predicates, skill_label(read), skill_id(read), requirements,
+                shadow)
+
+
+def _typed_rule(skill: Skill, *, pack: bool) -> Rule:
+    """``_rule`` read straight from the typed fields (what ``metadata`` would say, without building it)."""
+    action = bare_identifier(skill.action_tool)
+    if action is None and skill.steps:
+        action = bare_identifier(skill.steps[0])
+    source: Skill | PackedSkill = skill
+    entries = skill.preconditions
+    if pack:
+        source = PackedSkill.of(skill)
+        entries = source[_PRECONDITIONS]  # shared records: the requirements below share them too
+    requirements = _requirements(entries, action) if action is not None else ()
+    predicates = tuple(e.predicate() for e in entries if isinstance(e, StatePrecondition))
+    label = skill.label if skill.label.strip() else None
+    if not pack:
+        return Rule(skill, action, _names(requirements), predicates, label, skill.id, requirements, skill.shadow)
+    return Rule(source, shared(action), shared(_names(requirements)), shared(predicates),
+                shared(label), skill.id, shared(requirements), skill.shadow)
+
+
+def _names(requirements: tuple[Requirement, ...]) -> tuple[str, ...]:
     names: list[str] = []
     for req in requirements:
         for name in (req.tool,) if isinstance(req, ToolPrecondition) else getattr(req, "tools", ()):
             if name not in names:
                 names.append(name)
-    predicates = tuple(state_predicates(skill))
-    shadow = read.metadata.get("enforcement") == "shadow" or getattr(skill, "enforcement", None) == "shadow"
-    return Rule(skill, action, tuple(names), predicates, skill_label(read), skill_id(read), requirements, shadow)
+    return tuple(names)
 
 
-class RuleSet(tuple[Any, ...]):
-    """An immutable sequence of skills that also holds their compiled rules.
+_SKILL_FIELDS = tuple(Skill.model_fields)
+_OWN = frozenset({"id", "created_at"})  # unique per skill: nothing to share
+_PRECONDITIONS = _SKILL_FIELDS.index("preconditions")
 
-    It is a tuple of the skills themselves, so anything that takes skills
-    takes a RuleSet; the gate and the pre-flight block use the compiled form.
+
+class PackedSkill(tuple[Any, ...]):
+    """A read ``Skill`` held as its field values, equal strings and records shared with other catalogs.
+
+    A cached catalog holds its skills packed (a fraction of the model's size);
+    ``skill()`` rebuilds an equal ``Skill`` when a caller asks for one.
+
+    Example:
+        >>> skill = Skill(id="s1", tenant_id="acme", namespace=None, label="Deploy", identifier=None,
+        ...               steps=("deploy",), action_tool="deploy", context="", status="approved",
+        ...               active=True, source=None, created_at=None)
+        >>> PackedSkill.of(skill).skill() == skill
+        True
     """
+
+    __slots__ = ()
+
+    @classmethod
+    def of(cls, skill: Skill) -> PackedSkill:
+        """``skill`` packed."""
+        values = skill.__dict__
+        return cls(values[name] if name in _OWN else shared(values[name]) for name in _SKILL_FIELDS)
+
+    def skill(self) -> Skill:
+        """The ``Skill`` again (a new object, equal to the one packed)."""
+        return Skill.model_construct(**dict(zip(_SKILL_FIELDS, self, strict=True)))
+
+
+class RuleSet(Sequence[Any]):
+    """Skills compiled once into their rules: a read-only sequence of the skills, and the compiled form.
+
+    Anything that takes skills takes a RuleSet (iterating it yields the
+    skills); the gate and the pre-flight block use ``rules``. A ``TurnMemory``
+    compiles with ``pack=True``: read ``Skill`` objects are then held packed
+    and rebuilt only when someone iterates the skills, and a tenant's
+    catalog is one RuleSet shared by all its cached scopes.
+    """
+
+    __slots__ = ("__weakref__", "_blocks", "_by_tool", "_paths", "rules")
 
     rules: tuple[Rule, ...]
     _by_tool: dict[str, tuple[Rule, ...]]
     _paths: tuple[str, ...]
-    _blocks: dict[tuple[bool, Hashable], PluginContribution | None]
+    _blocks: dict[tuple[bool, Hashable], PluginContribution | None] | None
 
-    def __new__(cls, skills: Iterable[Any] = ()) -> RuleSet:
-        self = super().__new__(cls, skills)
-        self.rules = tuple(_rule(skill) for skill in self)
+    def __init__(self, skills: Iterable[Any] = (), *, pack: bool = False) -> None:
+        self._compiled(tuple(_rule(skill, pack=pack) for skill in skills))
+
+    @classmethod
+    def of_rules(cls, rules: Iterable[Rule]) -> RuleSet:
+        """A RuleSet of rules compiled before (nothing is compiled again).
+
+        Example:
+            >>> base = RuleSet([{"metadata": {"action_tool": "deploy", "precondition": ["test"]}}])
+            >>> RuleSet.of_rules(base.rules).rules == base.rules
+            True
+        """
+        self = cls.__new__(cls)
+        self._compiled(tuple(rules))
+        return self
+
+    def _compiled(self, rules: tuple[Rule, ...]) -> None:
+        self.rules = rules
         by_tool: dict[str, list[Rule]] = {}
-        for rule in self.rules:
+        for rule in rules:
             if rule.action_tool is not None:
                 by_tool.setdefault(rule.action_tool, []).append(rule)
-        self._by_tool = {tool: tuple(rules) for tool, rules in by_tool.items()}
-        paths: set[str] = {p["path"] for rule in self.rules for p in rule.predicates
-                           if isinstance(p, Mapping) and isinstance(p.get("path"), str)}
-        self._paths = tuple(sorted(paths))
-        self._blocks = {}
-        return self
+        self._by_tool = {tool: tuple(each) for tool, each in by_tool.items()}
+        paths = {p["path"] for rule in rules for p in rule.predicates
+                 if isinstance(p, Mapping) and isinstance(p.get("path"), str)}
+        self._paths = tuple(sorted(paths)) if paths else ()
+        self._blocks = None
+
+    def __len__(self) -> int:
+        return len(self.rules)
+
+    @overload
+    def __getitem__(self, index: int) -> Any: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Any, ...]: ...
+    def __getitem__(self, index: int | slice) -> Any:
+        if isinstance(index, slice):
+            return tuple(rule.skill for rule in self.rules[index])
+        return self.rules[index].skill
+
+    def __iter__(self) -> Iterator[Any]:
+        return (rule.skill for rule in self.rules)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to a RuleSet or tuple of equal skills, in the same order (as the tuple it once was)."""
+        if isinstance(other, RuleSet):
+            return self.rules == other.rules or tuple(self) == tuple(other)
+        if isinstance(other, tuple):
+            return tuple(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
 
     def for_tool(self, tool: str) -> tuple[Rule, ...]:
         """The rules whose action tool is ``tool``, in catalog order."""
@@ -244,13 +373,17 @@ class RuleSet(tuple[Any, ...]):
 
     def cached_block(self, key: tuple[bool, Hashable] | None) -> tuple[bool, PluginContribution | None]:
         """``(found, block)`` from the block cache."""
-        if key is not None and key in self._blocks:
+        if key is not None and self._blocks is not None and key in self._blocks:
             return True, self._blocks[key]
         return False, None
 
     def keep_block(self, key: tuple[bool, Hashable] | None, block: PluginContribution | None) -> None:
         """Remember the block of ``key`` (up to a bound)."""
-        if key is not None and len(self._blocks) < _MAX_BLOCKS:
+        if key is None:
+            return
+        if self._blocks is None:
+            self._blocks = {}
+        if len(self._blocks) < _MAX_BLOCKS:
             self._blocks[key] = block
 
     def __repr__(self) -> str:

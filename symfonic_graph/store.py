@@ -594,6 +594,7 @@ class GraphMemoryStore:
         written = await self.write(
             [
                 ("catalog_lock", tenant),
+                Step("staged_keys_held", params, refuse_held_keys("node")),
                 ("write_replace_live", params),
                 ("write_publish", params),
                 ("catalog_bump", tenant),

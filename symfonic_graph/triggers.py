@@ -60,7 +60,7 @@ Evaluator = Callable[[str, str], object]
 CueFrom = Callable[[Any], str]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class PendingTrigger:
     """One unresolved reminder, as offered to a turn.
 

@@ -14,6 +14,7 @@ questions of the turn without another query:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import logging
@@ -23,15 +24,17 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+from weakref import WeakValueDictionary
 
 from symfonic_graph import telemetry
 from symfonic_graph._coalesce import Coalescer
+from symfonic_graph._intern import shared
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from symfonic_graph.models import Skill, read_skills, trigger_from_row
 from symfonic_graph.preflight import preflight_block
-from symfonic_graph.ruleset import RuleSet, rules_of
+from symfonic_graph.ruleset import Rule, RuleSet
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, positive_count
 from symfonic_graph.triggers import PendingTrigger
@@ -50,9 +53,14 @@ BIG_CATALOG = 250
 """Skills from which a scope's catalog is shipped in a query of its own, never in a shared batch."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TurnSnapshot:
-    """What one turn read: the catalog version, the skills and the pending triggers.
+    """What one turn read: the catalog version, the compiled skills and the pending triggers.
+
+    ``skills`` is a :class:`~symfonic_graph.ruleset.RuleSet`: iterating it
+    yields the ``Skill`` objects, and the gate and pre-flight use its compiled
+    rules. The tenant-wide part is one object shared by every cached scope of
+    the tenant.
 
     Example:
         >>> snapshot = await memory.begin(MemoryScope("acme", "user-7"))
@@ -61,7 +69,7 @@ class TurnSnapshot:
 
     scope: MemoryScope
     version: int | None
-    skills: tuple[Skill, ...]
+    skills: RuleSet
     triggers: tuple[PendingTrigger, ...]
     taken_at: float
     include_negative: bool = False
@@ -70,7 +78,7 @@ class TurnSnapshot:
 
     def preflight(self, state: Mapping[str, Any] | None = None) -> PluginContribution | None:
         """The ``## ENFORCED PRE-FLIGHT RULES`` block of this turn, or None."""
-        return preflight_block(rules_of(self.skills), state, include_negative=self.include_negative)
+        return preflight_block(self.skills, state, include_negative=self.include_negative)
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """Pending triggers, as a ``ProspectiveTriggerCapability`` source of this scope."""
@@ -80,13 +88,24 @@ class TurnSnapshot:
         return list(self.triggers)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Catalog:
     version: int | None
     fetched_at: float  # -inf once invalidated
-    skills: tuple[Skill, ...]
-    fingerprint: bytes | None = None  # of the rows the skills were read from (None: never reused)
+    skills: RuleSet  # the tenant's shared rules, merged with the scope's own when it has any
+    fingerprint: bytes | None = None  # of the scope's own rows (None: nothing of its own to reuse)
     read_at: float = -math.inf  # when its skills were shipped (kept by invalidate; an outage's grace counts from it)
+    own: tuple[tuple[int, Rule], ...] = ()  # the scope's own rules, each after that many tenant-wide ones
+
+
+class _TenantRules(RuleSet):
+    """A tenant's tenant-wide skills, compiled once and shared by every cached scope of the tenant."""
+
+    __slots__ = ("digest",)
+    digest: bytes
+
+
+_EMPTY = RuleSet()
 
 
 _JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
@@ -189,6 +208,8 @@ class TurnMemory:
         self.max_scopes = max_scopes
         self._catalogs: OrderedDict[MemoryScope, _Catalog] = OrderedDict()
         self._snapshots: OrderedDict[MemoryScope, TurnSnapshot] = OrderedDict()
+        self._tenants: WeakValueDictionary[str, _TenantRules] = WeakValueDictionary()
+        self._triggers: WeakValueDictionary[str, PendingTrigger] = WeakValueDictionary()
 
     @telemetry.traced_turn
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
@@ -223,15 +244,7 @@ class TurnMemory:
                 return self._last_rules(scope, last, now, exc)
             if not row["skills_fresh"] and cached is not None:
                 break
-            # Only a scope seen before pays for the digest (a first read has nothing to compare with).
-            fingerprint = _fingerprint(row["skills"]) if cached is not None else None
-            if fingerprint is not None and cached is not None and fingerprint == cached.fingerprint:
-                # Shipped again (stale by age, or the version moved) but identical: keep the compiled rules.
-                cached = _Catalog(row["version"], now, cached.skills, fingerprint, now)
-                break
-            skills, torn = read_skills(row["skills"])
-            cached = _Catalog(row["version"], now, RuleSet(keep_owned(scope, skills, "skill")),
-                              None if torn else fingerprint, now)
+            cached, torn = self._compiled(scope, row["version"], row["skills"], cached, now)
             if not torn:
                 break
             known = None  # caught a re-seed half applied: read again
@@ -241,10 +254,74 @@ class TurnMemory:
         telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
         _remember(self._catalogs, scope, cached, self.max_scopes)
-        snapshot = TurnSnapshot(scope, row["version"], cached.skills, _triggers(scope, row["triggers"]), now,
+        snapshot = TurnSnapshot(scope, row["version"], cached.skills, self._pending(scope, row["triggers"]), now,
                                 self.include_negative)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
+
+    def _compiled(
+        self, scope: MemoryScope, version: int | None, rows: Sequence[Mapping[str, Any]],
+        cached: _Catalog | None, now: float,
+    ) -> tuple[_Catalog, bool]:
+        """The catalog of ``rows`` and whether a row was torn.
+
+        The tenant-wide rows compile into the tenant's shared rules (reused
+        while their rows are identical, whichever scope read them); the
+        scope's own rows compile on their own and are merged in catalog order.
+        """
+        tenant_rows: list[Mapping[str, Any]] = []
+        own_rows: list[tuple[int, Mapping[str, Any]]] = []
+        for row in rows:
+            props = row.get("skill")
+            if isinstance(props, Mapping) and props.get("namespace") is not None:
+                own_rows.append((len(tenant_rows), row))
+            else:
+                tenant_rows.append(row)
+        tenant, torn = self._tenant_rules(scope, tenant_rows)
+        if not own_rows:
+            return _Catalog(version, now, tenant, None, now), torn
+        digest = _fingerprint([row for _, row in own_rows])
+        if digest is not None and cached is not None and digest == cached.fingerprint and cached.own:
+            own = cached.own
+        else:
+            kept: list[tuple[int, Rule]] = []
+            for place, row in own_rows:
+                skills, torn_row = read_skills([row])
+                torn = torn or torn_row
+                kept.extend((place, rule) for rule in RuleSet(keep_owned(scope, skills, "skill"), pack=True).rules)
+            own = tuple(kept)
+        merged: list[Rule] = []
+        done = 0
+        for place, rule in own:
+            merged.extend(tenant.rules[done:place])
+            merged.append(rule)
+            done = place
+        merged.extend(tenant.rules[done:])
+        return _Catalog(version, now, RuleSet.of_rules(merged), None if torn else digest, now, own), torn
+
+    def _tenant_rules(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[_TenantRules, bool]:
+        """The tenant-wide rules of ``rows``: the shared ones when identical rows were compiled, else compiled now."""
+        digest = _fingerprint(rows)
+        held = self._tenants.get(scope.tenant_id)
+        if held is not None and digest is not None and held.digest == digest:
+            return held, False
+        skills, torn = read_skills(rows)
+        rules = _TenantRules(keep_owned(scope, skills, "skill"), pack=True)
+        rules.digest = b"" if digest is None or torn else digest  # b"": never matched, never shared
+        if rules.digest:
+            self._tenants[scope.tenant_id] = rules
+        return rules, torn
+
+    def _pending(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
+        """The scope's pending triggers; one object per trigger, shared by the scopes that see it."""
+        out = []
+        for trigger in keep_owned(scope, (t for t in map(trigger_from_row, rows) if t), "trigger"):
+            held = self._triggers.get(trigger.id)
+            if held is None or held.condition != trigger.condition or held.task != trigger.task:
+                held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task))
+                self._triggers[trigger.id] = held
+            out.append(held)
+        return tuple(out)
 
     def _last_rules(
         self, scope: MemoryScope, last: _Catalog | None, now: float, exc: StoreUnavailableError
@@ -283,8 +360,7 @@ class TurnMemory:
             if scope is None or each == scope or (
                 scope.namespace is None and each.tenant_id == scope.tenant_id
             ):  # stale now; rows identical to its own still reuse its compiled rules
-                self._catalogs[each] = _Catalog(cached.version, -math.inf, cached.skills, cached.fingerprint,
-                                                cached.read_at)
+                self._catalogs[each] = dataclasses.replace(cached, fetched_at=-math.inf)
 
     async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:
         params = {**scope.params(), "known_version": known, "write_id": None,
@@ -327,11 +403,6 @@ class TurnMemory:
         if snapshot is None or self.clock() - snapshot.taken_at >= self.max_age:
             snapshot = await self.begin(scope)
         return snapshot.skills
-
-
-def _triggers(scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
-    triggers = keep_owned(scope, (t for t in map(trigger_from_row, rows) if t), "trigger")
-    return tuple(PendingTrigger(t.id, t.condition, t.task) for t in triggers)
 
 
 def _remember(cache: OrderedDict[MemoryScope, Any], scope: MemoryScope, value: Any, limit: int) -> None:

@@ -80,6 +80,32 @@ FOREACH (p IN pres | DETACH DELETE p)
 DETACH DELETE n
 RETURN count(*) AS pruned;
 
+// name: staged_keys_held
+// params: tenant_id, namespace, write_id
+// Publish, step 0: a key the write would take that a node of another scope
+// holds (a key copied by plain Cypher after the write was staged). The
+// publish is refused, naming that node, and nothing changes.
+CALL () {
+  MATCH (n:Skill:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
+  MATCH (held:Skill {symfonic_key: n.symfonic_base_key})
+  RETURN n, held
+  UNION
+  MATCH (n:Trigger:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
+  MATCH (held:Trigger {symfonic_key: n.symfonic_base_key})
+  RETURN n, held
+}
+WITH n, held
+WHERE held.tenant_id IS NULL OR held.tenant_id <> n.tenant_id
+   OR NOT coalesce(held.namespace = n.namespace, held.namespace IS NULL AND n.namespace IS NULL)
+RETURN n.symfonic_base_key AS key, held.id AS id, held.tenant_id AS tenant_id, held.namespace AS namespace
+LIMIT 1;
+
 // name: write_replace_live
 // params: tenant_id, namespace, write_id
 // Publish, step 1: a staged skill or trigger re-seeding an identifier takes

@@ -16,6 +16,7 @@ from symfonic_graph import (
     TurnMemory,
     create_precondition_gate_node,
 )
+from symfonic_graph.gate import explain_tool_call
 from tests._counting import CountingStore
 
 pytestmark = pytest.mark.anyio
@@ -168,10 +169,10 @@ async def test_a_stale_read_of_identical_skills_reuses_the_compiled_rules(
     await memory.begin(scope)
     memory.invalidate(scope)  # as if max_age had passed: the skills are shipped again...
     again = await memory.begin(scope)
-    assert decoded == [1, 1]  # a first read keeps no digest: the second one decodes and takes one
+    assert decoded == [1]  # identical rows: the compiled rules of the first read are reused
     memory.invalidate(scope)
     third = await memory.begin(scope)
-    assert decoded == [1, 1] and third.skills is again.skills  # identical: not decoded again
+    assert decoded == [1] and third.skills is again.skills  # identical: not decoded again
 
     # The same value with another type is another catalog: JSON keeps 1, 1.0 and true apart.
     for value in (1, 1.0, True):
@@ -182,7 +183,7 @@ async def test_a_stale_read_of_identical_skills_reuses_the_compiled_rules(
         skills = (await memory.begin(scope)).skills
         [predicate] = [item["state"] for item in skills[0].precondition or () if isinstance(item, dict)]
         assert predicate["value"] == value and type(predicate["value"]) is type(value)
-    assert decoded == [1, 1, 1, 1, 1]
+    assert decoded == [1, 1, 1, 1]
 
     # A value that is not plain JSON (a date seeded by hand) is never reused: decoded on every shipped read.
     await store.driver.execute_query(
@@ -191,4 +192,31 @@ async def test_a_stale_read_of_identical_skills_reuses_the_compiled_rules(
     for _ in range(2):
         memory.invalidate(scope)
         await memory.begin(scope)
-    assert decoded == [1, 1, 1, 1, 1, 1, 1]
+    assert decoded == [1, 1, 1, 1, 1, 1]
+
+
+async def test_end_users_of_a_tenant_share_its_compiled_rules_and_keep_their_own_in_catalog_order(
+    store: GraphMemoryStore, scope: MemoryScope
+) -> None:
+    """One compiled copy of the tenant-wide catalog per process, whatever the number of end users."""
+    await _seed(store, scope, label="First", pre="auth_a")
+    mine = MemoryScope(scope.tenant_id, "u-own")
+    await _seed(store, mine, label="Mine", pre="auth_mine")  # created between the two tenant-wide skills
+    await _seed(store, scope, label="Last", pre="auth_b")
+    memory = TurnMemory(store)
+    tenant = await memory.begin(scope)
+    plain = [await memory.begin(MemoryScope(scope.tenant_id, f"u{i}")) for i in range(3)]
+    own = await memory.begin(mine)
+
+    assert [s.label for s in tenant.skills] == ["First", "Last"]
+    assert all(p.skills is tenant.skills for p in plain), "end users without skills of their own share the tenant's"
+    assert [s.label for s in own.skills] == ["First", "Mine", "Last"]  # the order every other read path gives
+    assert own.skills.rules[0] is tenant.skills.rules[0] and own.skills.rules[2] is tenant.skills.rules[1]
+    listed = await ProceduralLayer(store).query_skills(mine)
+    assert [s.label for s in listed] == [s.label for s in own.skills]
+    assert list(own.skills) == listed, "a packed skill is rebuilt equal to the one every read path returns"
+
+    # The gate enforces the merged rules: the end user's own rule blocks, the tenant's too.
+    for tool_pre, label in (("auth_mine", "Mine"), ("auth_a", "First")):
+        decision = explain_tool_call(own.skills, "deliver", state={"channel": "slack"}, called=[])
+        assert any(check.label == label and tool_pre in check.missing for check in decision.matched)

@@ -163,6 +163,26 @@ async def test_a_copied_key_never_lets_one_tenant_take_over_anothers_skill(store
     assert [t.task for t in await ProspectiveLayer(store).get_pending(b)] == ["B's task"]
 
 
+async def test_a_key_copied_after_staging_makes_publish_refuse_and_change_nothing(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    """A staged re-seed whose key another scope's node took meanwhile is refused at publish, naming it."""
+    user, whole = MemoryScope(tenant, "n2"), MemoryScope(tenant)
+    layer = ProspectiveLayer(store)
+    staged = await layer.set_trigger(user, condition="c", task="staged task", identifier="deliver", write_id="w1")
+    other = await layer.set_trigger(whole, condition="c", task="tenant task", identifier="other")
+    await store.driver.execute_query(  # a plain-Cypher slip: the tenant-wide reminder takes n2's key
+        "MATCH (t:Trigger {id: $id}) SET t.symfonic_key = $key", id=other,
+        key=json.dumps(["trigger", tenant, "n2", "deliver"]), database_=store.database)
+    with pytest.raises(AuthorityError, match=other):
+        await store.publish(user, "w1")
+    pending = await layer.get_pending(user)
+    assert [t.task for t in pending] == ["tenant task"], "nothing of the refused write became visible"
+    records, _, _ = await store.driver.execute_query(
+        "MATCH (t:Trigger {id: $id}) RETURN t:SymfonicUnpublished AS staged", id=staged, database_=store.database)
+    assert records[0]["staged"] is True
+
+
 async def test_publish_racing_discard_exactly_one_takes_effect(store: GraphMemoryStore, tenant: str) -> None:
     scope = MemoryScope(tenant)
     layer = ProceduralLayer(store)

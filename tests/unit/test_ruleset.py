@@ -66,7 +66,7 @@ def test_a_state_with_unhashable_values_is_answered_but_not_cached() -> None:
     rules = RuleSet([skill])
     assert preflight_block(rules, {"tags": ["eu"]}) is not None
     assert preflight_block(rules, {"tags": ["eu"]}) == build_preflight_contribution([skill], {"tags": ["eu"]})
-    assert rules._blocks == {}
+    assert not rules._blocks
     assert preflight_block(rules, {"tags": "eu"}) is not None and len(rules._blocks) == 1
 
 
