@@ -59,8 +59,8 @@ def shared(value: T) -> T:
     list inside a shared record, must never be mutated.
     """
     kind = type(value)
-    if kind is str:
-        return sys.intern(value)  # type: ignore[arg-type, return-value]
+    if isinstance(value, str) and kind is str:
+        return sys.intern(value)  # type: ignore[return-value]
     if kind in _PLAIN or _canonical.get(id(value)) is value:
         return value
     try:
