@@ -79,25 +79,40 @@ def finite_or_error(field: str, value: Any) -> Any:
 
 def check_tree(data: Any, *, source: str) -> Any:
     """``data`` unchanged if it nests at most ``MAX_DEPTH`` levels, holds at most ``MAX_VALUES`` values
-    (aliases expanded) and no NaN or infinity; else one ``ValidationError`` naming ``source``."""
-    stack: list[tuple[int, str, Any]] = [(0, "", data)]
-    seen = 0
+    (aliases expanded) and no NaN or infinity; else one ``ValidationError`` naming ``source``.
+
+    Each distinct list or mapping is walked once: one that a YAML alias
+    repeats adds its size again without being walked again, so a small file
+    that expands into billions of values is refused after a few steps.
+    """
+    sizes: dict[int, int] = {}  # id of a list or mapping walked -> values it holds, itself included
+    entered: set[int] = set()
+    stack: list[tuple[bool, int, str, Any]] = [(False, 0, "", data)]
     while stack:
-        depth, where, item = stack.pop()
-        seen += 1
-        if seen > MAX_VALUES:
-            raise ValidationError(source, f"holds more than {MAX_VALUES} values (YAML aliases included); "
-                                          "split it into several files")
-        if isinstance(item, float) and not math.isfinite(item):
-            raise ValidationError(f"{source}: {where or 'value'}",
-                                  f"must be a finite number, got {item!r}; use a finite number or a string")
-        if isinstance(item, (list, Mapping)):
-            if depth >= MAX_DEPTH:
-                raise _too_deep(source)
-            pairs = item.items() if isinstance(item, Mapping) else enumerate(item)
-            for key, sub in pairs:
-                path = f"{where}[{key}]" if isinstance(item, list) else (f"{where}.{key}" if where else str(key))
-                stack.append((depth + 1, path, sub))
+        done, depth, where, item = stack.pop()
+        if not isinstance(item, (list, Mapping)):
+            if isinstance(item, float) and not math.isfinite(item):
+                raise ValidationError(f"{source}: {where or 'value'}",
+                                      f"must be a finite number, got {item!r}; use a finite number or a string")
+            continue
+        children = item.values() if isinstance(item, Mapping) else item
+        if done:
+            total = 1 + sum(sizes.get(id(sub), 1) for sub in children)
+            if total > MAX_VALUES:
+                raise ValidationError(source, f"holds more than {MAX_VALUES} values (YAML aliases included); "
+                                              "split it into several files")
+            sizes[id(item)] = total
+            continue
+        if id(item) in sizes:
+            continue
+        if depth >= MAX_DEPTH or id(item) in entered:  # an alias of itself nests without end
+            raise _too_deep(source)
+        entered.add(id(item))
+        stack.append((True, depth, where, item))
+        pairs = item.items() if isinstance(item, Mapping) else enumerate(item)
+        for key, sub in reversed(list(pairs)):
+            path = f"{where}[{key}]" if isinstance(item, list) else (f"{where}.{key}" if where else str(key))
+            stack.append((False, depth + 1, path, sub))
     return data
 
 
