@@ -314,45 +314,41 @@ def note_stale_rules(age: float, reason: str) -> None:
 # --- the gate ---------------------------------------------------------------------
 
 
-def _decision_attributes(decision: _Decision) -> dict[str, AttributeValue]:
+def _result_attributes(
+    decision: _Decision, kind: str, value: str, reason: str | None, check: Any
+) -> dict[str, AttributeValue]:
+    """The attributes of one guardrail result: the call, and the rule ``check`` behind it (if any)."""
     attributes: dict[str, AttributeValue] = {
         GUARDRAIL_COMPONENT_NAME: GATE_COMPONENT,
-        GUARDRAIL_RESULT_TYPE: VERDICT,
-        GUARDRAIL_RESULT_VALUE: decision.verdict,
+        GUARDRAIL_RESULT_TYPE: kind,
+        GUARDRAIL_RESULT_VALUE: value,
         TOOL_NAME: decision.tool_name,
-        MATCHED_SKILLS: len(decision.matched),
     }
     if decision.call_id is not None:
         attributes[TOOL_CALL_ID] = decision.call_id
-    reason = _REASONS.get(decision.verdict)
     if reason is not None:
         attributes[GUARDRAIL_RESULT_REASON] = reason
-    blocking = decision.blocking
-    if blocking is not None:
+    if check is not None:
+        attributes[MISSING_TOOLS] = list(check.missing)
+        if check.skill_id is not None:
+            attributes[GUARDRAIL_POLICY_ID] = check.skill_id
+        if check.label is not None:
+            attributes[SKILL_LABEL] = check.label
+    return attributes
+
+
+def _decision_attributes(decision: _Decision) -> dict[str, AttributeValue]:
+    attributes = _result_attributes(decision, VERDICT, decision.verdict, _REASONS.get(decision.verdict),
+                                    decision.blocking)
+    attributes[MATCHED_SKILLS] = len(decision.matched)
+    if decision.blocking is not None:
         attributes[MISSING_TOOLS] = list(decision.missing)
-        if blocking.skill_id is not None:
-            attributes[GUARDRAIL_POLICY_ID] = blocking.skill_id
-        if blocking.label is not None:
-            attributes[SKILL_LABEL] = blocking.label
     return attributes
 
 
 def _shadow_attributes(decision: _Decision, check: Any) -> dict[str, AttributeValue]:
-    attributes: dict[str, AttributeValue] = {
-        GUARDRAIL_COMPONENT_NAME: GATE_COMPONENT,
-        GUARDRAIL_RESULT_TYPE: SHADOW_RESULT_TYPE,
-        GUARDRAIL_RESULT_VALUE: "would_block",
-        GUARDRAIL_RESULT_REASON: "a shadow rule's precondition is missing; the call was not blocked",
-        TOOL_NAME: decision.tool_name,
-        MISSING_TOOLS: list(check.missing),
-    }
-    if decision.call_id is not None:
-        attributes[TOOL_CALL_ID] = decision.call_id
-    if check.skill_id is not None:
-        attributes[GUARDRAIL_POLICY_ID] = check.skill_id
-    if check.label is not None:
-        attributes[SKILL_LABEL] = check.label
-    return attributes
+    return _result_attributes(decision, SHADOW_RESULT_TYPE, "would_block",
+                              "a shadow rule's precondition is missing; the call was not blocked", check)
 
 
 _GATE_ATTRIBUTES: Final[dict[str, AttributeValue]] = {
