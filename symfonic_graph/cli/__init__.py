@@ -13,6 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from neo4j.exceptions import DriverError, Neo4jError
 
@@ -34,11 +35,19 @@ def build_parser() -> argparse.ArgumentParser:
     _server.register(sub)
     _store_commands.register(sub)
     _operator.register(sub)
+    skills = _group(sub, "skills", "list skills; approve, reject, shadow or enforce one")
+    _operator.register_skills(skills)
     _inspect.register(sub)
     _tenants.register(sub)
-    _rules.register(sub)  # `rules lint`; _rules_trust adds replay and mine to the same `rules` group
-    _rules_trust.register(sub)
+    rules = _group(sub, "rules", "check a scope's rules, replay them over recorded conversations, mine new ones")
+    _rules.register(rules)
+    _rules_trust.register(rules, skills)
     return parser
+
+
+def _group(sub: Any, name: str, helptext: str) -> Any:
+    """A command whose actions several modules add (``skills``, ``rules``): its action subparsers."""
+    return sub.add_parser(name, help=helptext).add_subparsers(dest="action", required=True, metavar="ACTION")
 
 
 def _version() -> str:

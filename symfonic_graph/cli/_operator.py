@@ -49,17 +49,6 @@ def register(sub: Any) -> None:
                           "a failure stops the script with the earlier statements committed")
     run.set_defaults(handler=lambda a: anyio.run(_cypher_run, a))
 
-    skills = sub.add_parser("skills", help="inspect skills")
-    skills_actions = skills.add_subparsers(dest="action", required=True, metavar="ACTION")
-    listing = skills_actions.add_parser("list", help="skills the scope sees, in turn order")
-    add_scope_flags(listing)
-    add_json_flag(listing)
-    listing.add_argument("--drafts", action="store_true", help="include drafts")
-    listing.add_argument("--write-id", default=None,
-                         help="preview this staged write: the catalog as it will be after publish")
-    listing.add_argument("--retracted", action="store_true", help="include retracted skills (marked)")
-    listing.set_defaults(handler=lambda a: anyio.run(_skills_list, a))
-
     triggers = sub.add_parser("triggers", help="inspect and resolve stored reminders")
     trig_actions = triggers.add_subparsers(dest="action", required=True, metavar="ACTION")
     tlist = trig_actions.add_parser("list", help="pending triggers the scope sees")
@@ -86,6 +75,19 @@ def register(sub: Any) -> None:
         add_scope_flags(p)
         add_json_flag(p)
         p.set_defaults(handler=lambda a, n=name: anyio.run(_staged, a, n))
+
+
+
+def register_skills(skills_actions: Any) -> None:
+    """``skills list`` (approve, reject, shadow and enforce are in ``_rules_trust``)."""
+    listing = skills_actions.add_parser("list", help="skills the scope sees, in turn order")
+    add_scope_flags(listing)
+    add_json_flag(listing)
+    listing.add_argument("--drafts", action="store_true", help="include drafts")
+    listing.add_argument("--write-id", default=None,
+                         help="preview this staged write: the catalog as it will be after publish")
+    listing.add_argument("--retracted", action="store_true", help="include retracted skills (marked)")
+    listing.set_defaults(handler=lambda a: anyio.run(_skills_list, a))
 
 
 def _plural(count: int, noun: str) -> str:

@@ -17,10 +17,9 @@ from symfonic_graph.layers import ProceduralLayer
 from symfonic_graph.lint import lint_rules
 
 
-def register(sub: Any) -> None:
-    rules = sub.add_parser("rules", help="check a scope's rules")
-    commands = rules.add_subparsers(dest="rules_command", required=True, metavar="COMMAND")
-    lint = commands.add_parser(
+def register(rules: Any) -> None:
+    """``rules lint``, into the ``rules`` command's actions."""
+    lint = rules.add_parser(
         "lint", help="report rules whose tools the agent lacks (exit 1 when any)",
         description="Report rules whose action tool the agent lacks (WARNING: the rule never applies) and "
                     "rules whose precondition tools it lacks (ERROR: the action can never run). Exit 1 when "

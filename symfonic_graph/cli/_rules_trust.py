@@ -1,7 +1,7 @@
 """Rules an operator can trust (SPEC §12): ``rules replay|mine`` and ``skills approve|reject|shadow|enforce``.
 
-Registration reuses a ``rules`` or ``skills`` command another module already
-added, so each module adds only its own actions.
+The ``rules`` and ``skills`` commands are made once by ``build_parser``; this
+module adds its actions to them.
 """
 
 from __future__ import annotations
@@ -22,17 +22,8 @@ from symfonic_graph.store import GraphMemoryStore, Step, owned_by
 from symfonic_graph.traces import load_traces
 
 
-def _actions_of(sub: Any, name: str, helptext: str) -> Any:
-    """The subcommand ``name`` of ``sub`` and its action subparsers, created when absent."""
-    parser = sub.choices.get(name) or sub.add_parser(name, help=helptext)
-    for action in parser._actions:  # argparse keeps no public handle on a parser's subparsers
-        if isinstance(action, argparse._SubParsersAction):
-            return action
-    return parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-
-
-def register(sub: Any) -> None:
-    rules = _actions_of(sub, "rules", "replay rules over recorded conversations, mine new ones")
+def register(rules: Any, skills: Any) -> None:
+    """``rules replay|mine`` and ``skills approve|reject|shadow|enforce``, into those commands' actions."""
     rp = rules.add_parser("replay", help="what the scope's rules would have blocked in recorded conversations")
     rp.add_argument("traces", type=Path, help="JSON or JSONL file of traces (docs/rules.md)")
     add_scope_flags(rp)
@@ -50,7 +41,6 @@ def register(sub: Any) -> None:
     mine.add_argument("--propose", action="store_true", help="write the proposals as draft skills")
     mine.set_defaults(handler=lambda a: anyio.run(_mine, a))
 
-    skills = _actions_of(sub, "skills", "inspect skills")
     for name, helptext in (("approve", "approve a draft: turns enforce it"),
                            ("reject", "reject a skill: turns stop seeing it"),
                            ("shadow", "report what the rule would block, never block (bumps the catalog)"),
