@@ -32,7 +32,8 @@ EXPECTED_INDEXES = (
     "precondition_tenant",
     "trigger_tenant",
     "fact_tenant",
-    "symfonic_memory_text_v2",
+    "symfonic_memory_text_v3",
+    "trigger_scope",
     # The indexes behind the uniqueness constraints: ids, and the identifier
     # keys that make re-seeds replace and keep writes from taking over nodes.
     "skill_id_per_tenant",
