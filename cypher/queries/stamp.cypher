@@ -1,11 +1,11 @@
 // fragment: trigger_scope_of
 // params:
-// `scope_key`: the scope key trigger `t` should hold, tenant_id + U+001F +
+// The scope key trigger `t` should hold (an expression): tenant_id + U+001F +
 // (namespace or ''), or null when its tenant_id is not a string or its
 // namespace is neither null nor a string (no scope sees such a trigger).
-WITH t, CASE WHEN valueType(t.tenant_id) STARTS WITH 'STRING'
-              AND (t.namespace IS NULL OR valueType(t.namespace) STARTS WITH 'STRING')
-         THEN t.tenant_id + '\u001F' + coalesce(t.namespace, '') END AS scope_key
+CASE WHEN valueType(t.tenant_id) STARTS WITH 'STRING'
+          AND (t.namespace IS NULL OR valueType(t.namespace) STARTS WITH 'STRING')
+     THEN t.tenant_id + '\u001F' + coalesce(t.namespace, '') END
 
 // name: stamp_trigger_scopes
 // params: batch
@@ -14,7 +14,9 @@ WITH t, CASE WHEN valueType(t.tenant_id) STARTS WITH 'STRING'
 // t.namespace`) their scope key and the :SymfonicScoped label; returns how
 // many. Run until it returns less than $batch (GraphMemoryStore.stamp_keys).
 MATCH (t:Trigger)
-// include: trigger_scope_of
+WITH t,
+  // include: trigger_scope_of
+  AS scope_key
 WHERE NOT t:SymfonicScoped
    OR NOT coalesce(t.symfonic_scope = scope_key, t.symfonic_scope IS NULL AND scope_key IS NULL)
 WITH t, scope_key LIMIT $batch
