@@ -30,17 +30,20 @@ RETURN collect(t.id) AS ids;
 // namespace's own, so other namespaces' triggers are never touched. Only
 // when some trigger has no key yet (seeded with plain Cypher; the count store
 // answers in O(1)) are the tenant's unkeyed triggers read too, from the tenant
-// index. A key is a hint, never the authority: the including query keeps the
+// index (hinted: on some statistics the planner preferred a scan of every
+// unkeyed trigger of the database, `Trigger&!SymfonicScoped`). A key is a hint, never the authority: the including query keeps the
 // tenant, namespace, status and marker filters, so a stale key (a plain-Cypher
 // `SET t.namespace`) can hide a trigger but never show it to another scope.
 CALL (sc) {
   UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
               ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
   MATCH (t:Trigger {symfonic_scope: scope_key, status: 'pending'})
+  USING INDEX t:Trigger(symfonic_scope, status)
   RETURN t
   UNION
   WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicScoped) } THEN sc.tenant_id END AS unkeyed_tenant
   MATCH (t:Trigger)
+  USING INDEX t:Trigger(tenant_id)
   WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicScoped
   RETURN t
 }

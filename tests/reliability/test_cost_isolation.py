@@ -59,10 +59,18 @@ async def _profile(store: GraphMemoryStore, name: str, params: dict[str, Any]) -
     return summary.profile
 
 
+def _scans(plan: dict[str, Any]) -> list[str]:
+    here = [plan["operatorType"]] if "Scan" in plan["operatorType"] else []
+    return here + [op for child in plan.get("children") or [] for op in _scans(child)]
+
+
 async def _turn_cost(store: GraphMemoryStore, scope: MemoryScope) -> tuple[int, int]:
     params = {"scopes": [{**scope.params(), "known_version": 0, "write_id": None, "include_drafts": False,
                           "include_retracted": False}], "max_triggers": 100}
-    return _profile_totals(await _profile(store, "turn_snapshot_warm", params))
+    plan = await _profile(store, "turn_snapshot_warm", params)
+    # a scan (e.g. of every unkeyed trigger of the database) would grow with everyone's data
+    assert not _scans(plan), _scans(plan)
+    return _profile_totals(plan)
 
 
 async def _plain_triggers(store: GraphMemoryStore, scope: MemoryScope, n: int, word: str = "plain") -> None:
