@@ -448,8 +448,10 @@ class GraphMemoryStore:
     async def apply_schema(self) -> list[int]:
         """Apply the versioned constraints and indexes; return versions newly applied.
 
-        Idempotent: a second run applies nothing and returns ``[]``. Safe to
-        run from several processes at once.
+        Then ``stamp_keys`` gives nodes seeded with plain Cypher (or by an
+        older release) the keys the library maintains. Idempotent: a second
+        run applies nothing and returns ``[]``. Safe to run from several
+        processes at once.
         """
         applied = {row["version"] for row in await self._schema_read("migrations_applied")}
         done: list[int] = []
