@@ -11,7 +11,10 @@ Two figures, each a median over interleaved samples and the ratio of
 * **Triggers.** ``TurnMemory.begin`` of end user ``u-quiet`` of tenant T
   (a few pending triggers of its own, a few tenant-wide), while another end
   user ``u-busy`` of the same tenant holds 1, then ``--n`` pending triggers.
-  PROFILE counts the rows the trigger read touches.
+  PROFILE counts the db hits of the turn's read. The busy phase is measured
+  twice: before ``stamp_keys`` gives the plain-Cypher triggers their scope key
+  (every turn then also scans the tenant's unkeyed triggers: the cost before
+  migration 0007), and after (the steady state: library writes set the key).
 * **Recall.** ``recall`` in tenant ``<run>-acme`` while tenant
   ``<run>-acme-eu`` (whose id shares every token of ``acme``'s) holds 1, then
   ``--n`` matching facts. PROFILE counts the rows the full-text search hands
@@ -19,7 +22,7 @@ Two figures, each a median over interleaved samples and the ratio of
 
 Every tenant the run creates (``bench-nb-<hex>-...``) is deleted at the end.
 The neighbours' triggers are created with plain Cypher (the graph model of
-SPEC §3), in batches.
+SPEC §3), in batches, then stamped as ``symfonic-graph schema apply`` does.
 """
 
 from __future__ import annotations
@@ -89,6 +92,7 @@ async def recall_phase(store: GraphMemoryStore, a: MemoryScope, args: argparse.N
     await timed(args.warmup, lambda: recall(store, a, QUESTION))
     calls = await timed(args.samples, lambda: recall(store, a, QUESTION))
     params = {**a.params(), "write_id": None, "search": recall_search(a.tenant_id, QUESTION),
+              "search_unstamped": recall_search(a.tenant_id, QUESTION, unstamped=True),
               "labels": ["Fact", "Skill", "Trigger"], "limit": 10}
     rows = await profiled_rows(store, query("memory_recall").text, params)
     p50 = p50_ms(calls)
@@ -115,8 +119,11 @@ async def main(args: argparse.Namespace) -> None:
                 await triggers.set_trigger(quiet, condition=f"quiet condition {i}", task="t")
                 await triggers.set_trigger(tenant, condition=f"tenant-wide condition {i}", task="t")
             await add_triggers(store, busy, 0, 1, run)
+            await store.stamp_keys()
             t_quiet = await trigger_phase(store, quiet, args, "neighbour holds 1")
             await add_triggers(store, busy, 1, args.n, run)
+            t_unkeyed = await trigger_phase(store, quiet, args, f"neighbour holds {args.n:,}, not stamped")
+            await store.stamp_keys()
             t_busy = await trigger_phase(store, quiet, args, f"neighbour holds {args.n:,}")
 
             await SemanticLayer(store).add_facts(acme, [f"Invoice A-{i} is overdue since March." for i in range(10)])
@@ -133,6 +140,9 @@ async def main(args: argparse.Namespace) -> None:
     print("|---|---|---|---|")
     print(f"| turn (trigger read), p50 | {t_quiet[0]:.2f} ms | {t_busy[0]:.2f} ms | {t_busy[0] / t_quiet[0]:.2f}x |")
     print(f"| turn_snapshot db hits | {t_quiet[1]:,} | {t_busy[1]:,} | {t_busy[1] / max(t_quiet[1], 1):.1f}x |")
+    print(f"| turn, busy neighbour not yet stamped, p50 | {t_quiet[0]:.2f} ms | {t_unkeyed[0]:.2f} ms "
+          f"| {t_unkeyed[0] / t_quiet[0]:.2f}x |")
+    print(f"| its db hits | {t_quiet[1]:,} | {t_unkeyed[1]:,} | {t_unkeyed[1] / max(t_quiet[1], 1):.1f}x |")
     print(f"| recall, p50 | {r_quiet[0]:.2f} ms | {r_busy[0]:.2f} ms | {r_busy[0] / r_quiet[0]:.2f}x |")
     print(f"| recall rows from the index | {r_quiet[1]:,} | {r_busy[1]:,} | {r_busy[1] / max(r_quiet[1], 1):.1f}x |")
 

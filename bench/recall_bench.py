@@ -122,7 +122,8 @@ async def measure(store: GraphMemoryStore, a: MemoryScope, args: argparse.Namesp
     await timed(args.warmup, lambda: recall(store, a, QUESTION))
     calls, floors = await interleaved(args.samples, lambda: recall(store, a, QUESTION), floor_of(store))
     phase.recall_p50, phase.floor_p50 = p50_ms(calls), p50_ms(floors)
-    params = {**a.params(), "write_id": None, "search": search, "labels": ["Fact", "Skill", "Trigger"], "limit": 10}
+    params = {**a.params(), "write_id": None, "search": search, "labels": ["Fact", "Skill", "Trigger"], "limit": 10,
+              "search_unstamped": recall_search(a.tenant_id, QUESTION, unstamped=True)}
     phase.recall_rows = await profiled_rows(store, query("memory_recall").text, params)
     if old:
         old_params = {**a.params(), "index": RECALL_INDEX, "search": search.split(" +", 1)[1]}

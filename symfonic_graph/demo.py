@@ -101,11 +101,12 @@ class Transcript:
 
 
 async def seed_demo(store: GraphMemoryStore) -> int:
-    """Run the demo's plain-Cypher seed script; return the statement count."""
+    """Run the demo's plain-Cypher seed script, then stamp its nodes' keys; return the statement count."""
     script = (cypher_root() / "seeds" / DEMO_SEED).read_text(encoding="utf-8")
     statements = split_cypher_script(script)
     for statement in statements:
         await store.driver.execute_query(statement.text, database_=store.database)
+    await store.stamp_keys()  # what `symfonic-graph schema apply` does after a plain-Cypher seed
     return len(statements)
 
 

@@ -24,7 +24,7 @@ from symfonic_graph._limits import MAX_PROPERTY_BYTES, MAX_SKILLS_PER_SCOPE
 from symfonic_graph.models import SkillReading, read_skill
 from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, positive_count
+from symfonic_graph.store import GraphMemoryStore, positive_count, tenant_token
 from symfonic_graph.turn import DEFAULT_MAX_TRIGGERS
 
 EXPECTED_INDEXES = (
@@ -32,7 +32,8 @@ EXPECTED_INDEXES = (
     "precondition_tenant",
     "trigger_tenant",
     "fact_tenant",
-    "symfonic_memory_text_v2",
+    "symfonic_memory_text_v3",
+    "trigger_scope",
     # The indexes behind the uniqueness constraints: ids, and the identifier
     # keys that make re-seeds replace and keep writes from taking over nodes.
     "skill_id_per_tenant",
@@ -46,6 +47,7 @@ EXPECTED_INDEXES = (
 _NODE_CHECKS = (
     "doctor_foreign_preconditions",
     "doctor_bad_triggers",
+    "doctor_trigger_keys",
     "doctor_catalogs",
 )
 # Keys that name no scope: a node without an identifier is keyed by its id.
@@ -253,6 +255,28 @@ async def _catalog_bound_findings(store: GraphMemoryStore, tenant_id: str | None
     return findings
 
 
+async def _token_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    """Tenants some of whose skills, triggers or facts lack the exact tenant token recall needs, or hold a stale one."""
+    findings = []
+    for group in await store.read("stamp_tenant_groups"):
+        tenant = group["tenant_id"]
+        if tenant_id is not None and tenant != tenant_id:
+            continue
+        untokened, stale = int(group["untokened"]), [t for t in group["tokens"] if t != tenant_token(tenant)]
+        if untokened:
+            findings.append(Finding(
+                "tenant_tokens", "Scope", f"tenant {tenant!r}",
+                f"{untokened} skills, triggers or facts without a tenant token (seeded with plain Cypher, or by an "
+                "older release): recall still finds them, but through a wider search for every tenant; run "
+                "`symfonic-graph schema apply` to stamp them", tenant))
+        if stale:
+            findings.append(Finding(
+                "tenant_tokens", "Scope", f"tenant {tenant!r}",
+                "skills, triggers or facts hold another tenant's token (tenant_id changed with plain Cypher): "
+                "recall never finds them; run `symfonic-graph schema apply` to stamp them again", tenant))
+    return findings
+
+
 async def diagnose(
     store: GraphMemoryStore, tenant_id: str | None = None, *, max_triggers: int = DEFAULT_MAX_TRIGGERS
 ) -> list[Finding]:
@@ -283,6 +307,7 @@ async def diagnose(
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
     findings.extend(await _copied_id_findings(store, tenant_id))
     findings.extend(await _catalog_bound_findings(store, tenant_id))
+    findings.extend(await _token_findings(store, tenant_id))
     indexes = {row["name"]: row["state"] for row in await store.read("doctor_indexes")}
     for name in EXPECTED_INDEXES:
         if name not in indexes:

@@ -36,7 +36,7 @@ from symfonic_graph.errors import (
     ValidationError,
 )
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, check_write_id
+from symfonic_graph.store import GraphMemoryStore, check_write_id, tenant_token
 from symfonic_graph.triggers import ProspectiveTriggerCapability
 
 __all__ = [
@@ -86,17 +86,17 @@ _LUCENE_OPERATOR = re.compile(r"\b(AND|OR|NOT|TO)\b")
 _MAX_TERMS: Final = 256
 _MAX_LIMIT: Final = 1000
 
-RECALL_INDEX: Final = "symfonic_memory_text_v2"
-"""The full-text index recall queries (migration 0004); it also indexes ``tenant_id``."""
+RECALL_INDEX: Final = "symfonic_memory_text_v3"
+"""The full-text index recall queries (migration 0007); it also indexes the tenant token and ``tenant_id``."""
 MAX_TERMS: Final = 128
 """At most this many distinct terms of the recall text are searched; the rest is ignored.
 
-Each term is one phrase clause per text field (5), plus one for the tenant:
-641 clauses at most, well under Lucene's limit of 1024.
+Each term is one phrase clause per text field (5), plus two for the tenant:
+642 clauses at most, well under Lucene's limit of 1024.
 """
 MAX_TERM_CHARS: Final = 255
 """A longer term is cut to this many characters (Lucene's own token length limit)."""
-# The text fields of RECALL_INDEX; user terms never search `tenant_id`.
+# The text fields of RECALL_INDEX; user terms never search `tenant_id` or the token.
 _TEXT_FIELDS: Final = ("label", "context", "condition", "task", "text")
 # Characters where Lucene's standard tokenizer (UAX #29) always ends a word, so
 # splitting the text there changes no token. A double quote is kept between two
@@ -163,7 +163,7 @@ def _recall_error(exc: ClientError | QueryError) -> SymfonicGraphError | None:
     if "no such fulltext schema index" in message.lower():
         return SchemaError(
             f"the full-text index {RECALL_INDEX} is missing: run `symfonic-graph schema apply` "
-            "(or `await store.apply_schema()`) to apply migration 0004"
+            "(or `await store.apply_schema()`) to apply migration 0007"
         )
     if isinstance(exc, SymfonicGraphError):
         return None
@@ -258,19 +258,21 @@ def _phrase(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def recall_search(tenant_id: str, text: str) -> str:
+def recall_search(tenant_id: str, text: str, *, unstamped: bool = False) -> str:
     """The Lucene query recall sends for ``text`` in ``tenant_id``; ``""`` when nothing is searchable.
 
-    Shape: ``+tenant_id:"<tenant>"^0 +(label:(<terms>) context:(<terms>) ...)``.
-    The tenant is a required clause, so the full-text search itself yields
-    only the tenant's nodes; Lucene tokenises the id (``t-3f2a`` is the phrase
-    ``t 3f2a``), so it may also yield a tenant whose id contains those tokens in
-    order (``acme`` and ``acme-eu``), never fewer than the tenant's own. The
-    exact Cypher equality in ``memory_recall`` decides visibility. Boost 0
-    keeps the clause out of the score, so a node that matched only the tenant
-    scores 0 and recall drops it. A tenant id with no letters or digits
-    (``---``) analyses to nothing; Lucene then drops the clause, which is still
-    correct, only not narrowed.
+    Shape: ``+symfonic_tenant_token:<token>^0 +(label:(<terms>) context:(<terms>) ...)``.
+    The tenant is a required clause on its token (``store.tenant_token``: one
+    alphanumeric word, the same for the query and the index), so the
+    full-text search itself yields only the tenant's nodes: never those of a
+    tenant whose id shares words with it (``acme`` and ``acme-eu``), and a
+    tenant id without letters or digits (``---``) is as exact as any other.
+    Boost 0 keeps the clause out of the score, so a node that matched only
+    the tenant scores 0 and recall drops it. With ``unstamped``, the clause
+    also accepts the phrase over the tokenised ``tenant_id``, for nodes seeded
+    with plain Cypher that have no token yet (``memory_recall`` uses it only
+    while such nodes exist); that phrase may also match tenants whose ids
+    contain the words in order, which the exact Cypher equality removes.
 
     The text is split at whitespace and at characters where Lucene's
     tokenizer ends a word anyway (``-``, ``/``, brackets, operators, ...);
@@ -282,8 +284,8 @@ def recall_search(tenant_id: str, text: str) -> str:
 
     Example:
         >>> print(recall_search("acme-eu", "invoice?"))  # doctest: +NORMALIZE_WHITESPACE
-        +tenant_id:"acme-eu"^0 +(label:("invoice") context:("invoice") condition:("invoice")
-        task:("invoice") text:("invoice"))
+        +symfonic_tenant_token:t1c5adebcd1efbb6840864459b4583470495a9317e96b9bf99b7fd3b66506c774^0
+        +(label:("invoice") context:("invoice") condition:("invoice") task:("invoice") text:("invoice"))
         >>> recall_search("acme", "?? -- **")
         ''
     """
@@ -298,7 +300,10 @@ def recall_search(tenant_id: str, text: str) -> str:
         return ""
     group = "(" + " ".join(_phrase(t) for t in terms.values()) + ")"
     fields = " ".join(f"{field}:{group}" for field in _TEXT_FIELDS)
-    return f"+tenant_id:{_phrase(tenant_id)}^0 +({fields})"
+    tenant = f"symfonic_tenant_token:{tenant_token(tenant_id)}"
+    if unstamped:
+        tenant = f"({tenant} tenant_id:{_phrase(tenant_id)})"
+    return f"+{tenant}^0 +({fields})"
 
 
 def _content(row: dict[str, Any], layer: MemoryLayer) -> str | None:
@@ -331,9 +336,9 @@ async def recall(
 ) -> list[RecallHit]:
     """Search the policy's layers for ``query``; best hits first.
 
-    One full-text query (index ``symfonic_memory_text_v2``) built by
-    ``recall_search``: the tenant is a required clause of the search itself,
-    so the cost does not grow with other tenants' data, and the ``WHERE``
+    One full-text query (index ``symfonic_memory_text_v3``) built by
+    ``recall_search``: the tenant's exact token is a required clause of the
+    search itself, so the cost does not grow with other tenants' data, and the ``WHERE``
     then enforces the scope's visibility exactly, the markers, approved
     skills and pending triggers. ``query`` may be any text, a pasted
     message or document included: Lucene syntax in it is literal, and only
@@ -384,7 +389,8 @@ async def recall(
         return []
     try:
         rows = await store.read(
-            "memory_recall", **scope.params(), write_id=wid, search=search, labels=labels, limit=limit,
+            "memory_recall", **scope.params(), write_id=wid, search=search,
+            search_unstamped=recall_search(scope.tenant_id, query, unstamped=True), labels=labels, limit=limit,
         )
     except (ClientError, QueryError) as exc:
         error = _recall_error(exc)

@@ -448,8 +448,10 @@ class GraphMemoryStore:
     async def apply_schema(self) -> list[int]:
         """Apply the versioned constraints and indexes; return versions newly applied.
 
-        Idempotent: a second run applies nothing and returns ``[]``. Safe to
-        run from several processes at once.
+        Then ``stamp_keys`` gives nodes seeded with plain Cypher (or by an
+        older release) the keys the library maintains. Idempotent: a second
+        run applies nothing and returns ``[]``. Safe to run from several
+        processes at once.
         """
         applied = {row["version"] for row in await self._schema_read("migrations_applied")}
         done: list[int] = []
@@ -460,7 +462,44 @@ class GraphMemoryStore:
                 await self._schema_statement(q)
             await self.write([("migration_record", {"version": version, "name": name})])
             done.append(version)
+        await self.stamp_keys()
         return done
+
+    async def stamp_keys(self, *, batch: int = 5000) -> int:
+        """Give nodes seeded with plain Cypher the keys the library keeps; return how many changed.
+
+        Every trigger gets its scope key ``symfonic_scope`` (label
+        ``:SymfonicScoped``), and every skill, trigger and fact its tenant
+        token ``symfonic_tenant_token`` (label ``:SymfonicTokened``); a stale
+        one (a plain-Cypher ``SET n.namespace`` or ``SET n.tenant_id``) is
+        replaced. Until then those nodes are still read, only through the
+        slower tenant-wide fallback. Idempotent, in transactions of ``batch``
+        nodes; ``apply_schema`` (``symfonic-graph schema apply``) runs it.
+
+        Example:
+            >>> await store.stamp_keys()  # after seeding triggers with plain Cypher
+            3
+        """
+        total = 0
+
+        async def drain(name: str, **params: Any) -> None:
+            nonlocal total
+            while True:
+                stamped = int((await self.write([(name, {**params, "batch": batch})])).one(name)["stamped"])
+                total += stamped
+                if stamped < batch:
+                    return
+
+        await drain("stamp_trigger_scopes")
+        tokens = []
+        for group in await self.read("stamp_tenant_groups"):
+            token = tenant_token(group["tenant_id"])
+            if group["untokened"] or group["tokens"] != [token]:
+                tokens.append({"tenant_id": group["tenant_id"], "token": token})
+        for start in range(0, len(tokens), 1000):
+            await drain("stamp_tenant_tokens", tokens=tokens[start:start + 1000])
+        await drain("stamp_untenanted_tokens")
+        return total
 
     async def _schema_read(self, name: str) -> list[Row]:
         try:
@@ -796,6 +835,20 @@ def _migrations() -> list[tuple[int, str, list[Query]]]:
         queries = parse_queries(path.read_text(encoding="utf-8"), f"schema/{path.name}")
         found.append((int(match[1]), match[2], queries))
     return found
+
+
+def tenant_token(tenant_id: str) -> str:
+    """The exact tenant token recall searches: ``t`` + the SHA-256 hex digest of the id.
+
+    One alphanumeric word, so the full-text analyzer keeps it whole and a
+    ``+symfonic_tenant_token:<token>`` clause matches this tenant only
+    (``acme`` never matches ``acme-eu``, and ``---`` is a token like any other).
+
+    Example:
+        >>> tenant_token("acme")[:9], len(tenant_token("acme"))
+        ('t822b33ad', 65)
+    """
+    return "t" + hashlib.sha256(tenant_id.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def skill_key(scope: MemoryScope, identifier: str | None, fallback_id: str) -> str:

@@ -145,6 +145,32 @@ WITH t, problems ORDER BY elementId(t) LIMIT $limit
 RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t.id), elementId(t)) AS node,
        t.tenant_id AS tenant_id, toStringOrNull(t.namespace) AS namespace, problems;
 
+// name: doctor_trigger_keys
+// params: tenant_id, after, limit
+// Triggers with a string tenant whose scope key (migration 0007) is missing
+// or stale: seeded with plain Cypher (read, but through the tenant scan that
+// every turn then runs), or moved with a plain-Cypher `SET t.namespace` or
+// `SET t.tenant_id` (hidden from every turn until re-stamped).
+MATCH (t:Trigger)
+WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id)
+  AND valueType(t.tenant_id) STARTS WITH 'STRING'
+  AND elementId(t) > $after
+WITH t,
+  // include: trigger_scope_of
+  AS scope_key
+WITH t, CASE
+       WHEN NOT t:SymfonicScoped
+         THEN 'no scope key (seeded with plain Cypher, or by an older release): read, but every turn then scans '
+              + 'the triggers of its tenant; run `symfonic-graph schema apply` to stamp it'
+       WHEN NOT coalesce(t.symfonic_scope = scope_key, t.symfonic_scope IS NULL AND scope_key IS NULL)
+         THEN 'its scope key names another scope than its tenant_id and namespace (changed with plain Cypher): '
+              + 'hidden from every turn; run `symfonic-graph schema apply` to stamp it again'
+     END AS problem
+WHERE problem IS NOT NULL
+WITH t, problem ORDER BY elementId(t) LIMIT $limit
+RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t.id), elementId(t)) AS node,
+       t.tenant_id AS tenant_id, toStringOrNull(t.namespace) AS namespace, [problem] AS problems;
+
 // name: doctor_trigger_cap
 // params: tenant_id, max_triggers
 // Scopes that see more than $max_triggers pending triggers: a turn reads at

@@ -5,7 +5,8 @@ UNWIND range(0, size($rows) - 1) AS seq
 WITH $rows[seq] AS row, seq
 CREATE (f:Fact)
 SET f.id = row.id, f.tenant_id = row.tenant_id, f.namespace = row.namespace,
-    f.text = row.text, f.created_at = datetime(), f.symfonic_write_id = row.write_id
+    f.text = row.text, f.created_at = datetime(), f.symfonic_write_id = row.write_id,
+    f.symfonic_tenant_token = row.tenant_token, f:SymfonicTokened
 FOREACH (_ IN CASE WHEN row.write_id IS NULL THEN [] ELSE [1] END | SET f:SymfonicUnpublished)
 WITH seq, f ORDER BY seq
 RETURN collect(f.id) AS ids;

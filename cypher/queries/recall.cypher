@@ -1,18 +1,24 @@
 // name: memory_recall
-// params: tenant_id, namespace, write_id, search, labels, limit
+// params: tenant_id, namespace, write_id, search, search_unstamped, labels, limit
 // Generic recall: full-text search over skills, triggers and facts (index
-// symfonic_memory_text_v2, migration 0004). `search` is built by
-// recall.recall_search: `+tenant_id:"<tenant>"^0 +(<text fields>:(<terms>))`,
-// so the tenant is a required clause INSIDE the search and the procedure
-// yields only this tenant's candidates. The clause has boost 0: a node that
-// matched the tenant but none of the terms scores 0 and is dropped here
-// (`score > 0`). Lucene tokenises the tenant id, so the exact equality below
-// stays the authority on visibility: tenant, namespace, markers, approved and
-// active skills only, pending triggers only. `labels` lists the node labels
-// the retrieval policy allows.
+// symfonic_memory_text_v3, migration 0007). `search` is built by
+// recall.recall_search: `+symfonic_tenant_token:<token>^0 +(<text fields>:(<terms>))`,
+// so the exact tenant is a required clause INSIDE the search (one token
+// Lucene cannot widen to another tenant) and the procedure yields only this
+// tenant's candidates. While some skill, trigger or fact has no token yet
+// (seeded with plain Cypher; the count store answers in O(1)),
+// `search_unstamped` is used instead: its tenant clause also accepts the
+// phrase over `tenant_id`, so those nodes are still found. The clause has
+// boost 0: a node that matched the tenant but none of the terms scores 0 and
+// is dropped here (`score > 0`). The exact equality below stays the authority
+// on visibility: tenant, namespace, markers, approved and active skills only,
+// pending triggers only. `labels` lists the node labels the retrieval policy
+// allows.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published
-CALL db.index.fulltext.queryNodes('symfonic_memory_text_v2', $search) YIELD node, score
+WITH coalesce(c.published_writes, []) AS published,
+     CASE WHEN COUNT { (:Skill) } + COUNT { (:Trigger) } + COUNT { (:Fact) } <> COUNT { (:SymfonicTokened) }
+          THEN $search_unstamped ELSE $search END AS search
+CALL db.index.fulltext.queryNodes('symfonic_memory_text_v3', search) YIELD node, score
 WITH node, score, published,
      CASE WHEN node:Skill THEN 'Skill' WHEN node:Trigger THEN 'Trigger' WHEN node:Fact THEN 'Fact' END AS kind
 WHERE score > 0

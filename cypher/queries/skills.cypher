@@ -30,7 +30,8 @@ SET s.tenant_id = row.tenant_id,
     s.updated_at = datetime(),
     s.symfonic_write_id = CASE WHEN listed THEN s.symfonic_write_id ELSE row.write_id END,
     s.symfonic_base_key = row.base_key,
-    s.symfonic_rev = row.rev
+    s.symfonic_rev = row.rev,
+    s.symfonic_tenant_token = row.tenant_token, s:SymfonicTokened
 REMOVE s:SymfonicRetracted, s:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL AND NOT listed THEN [] ELSE [1] END | SET s:SymfonicUnpublished)
 WITH s, row, seq
@@ -198,6 +199,7 @@ CALL (row, found) {
       s.label = row.label, s.identifier = row.identifier, s.steps = row.steps, s.action_tool = row.action_tool,
       s.context = row.context, s.status = 'draft', s.active = true, s.source = row.source,
       s.updated_at = datetime(), s.symfonic_rev = row.rev,
+      s.symfonic_tenant_token = row.tenant_token, s:SymfonicTokened,
       s.support = row.support, s.confidence = row.confidence, s.failures_without = row.failures_without,
       s.examples = row.examples
   WITH s, row

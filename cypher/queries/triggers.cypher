@@ -15,18 +15,46 @@ WITH t, row, seq,
 SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row.identifier,
     t.condition = row.condition, t.task = row.task, t.status = 'pending', t.resolved_at = null,
     t.updated_at = datetime(), t.symfonic_base_key = row.base_key,
+    t.symfonic_scope = row.tenant_id + '\u001F' + coalesce(row.namespace, ''),
+    t.symfonic_tenant_token = row.tenant_token, t:SymfonicScoped:SymfonicTokened,
     t.symfonic_write_id = CASE WHEN listed THEN t.symfonic_write_id ELSE row.write_id END
 REMOVE t:SymfonicRetracted, t:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL AND NOT listed THEN [] ELSE [1] END | SET t:SymfonicUnpublished)
 WITH seq, t ORDER BY seq
 RETURN collect(t.id) AS ids;
 
+// fragment: pending_trigger_nodes
+// params:
+// Rows `t`: the pending triggers the scope map `sc` may see, found by scope
+// key (migration 0007): one seek for the tenant-wide key and one for the
+// namespace's own, so other namespaces' triggers are never touched. Only
+// when some trigger has no key yet (seeded with plain Cypher; the count store
+// answers in O(1)) are the tenant's unkeyed triggers read too, from the tenant
+// index (hinted: on some statistics the planner preferred a scan of every
+// unkeyed trigger of the database, `Trigger&!SymfonicScoped`). A key is a hint, never the authority: the including query keeps the
+// tenant, namespace, status and marker filters, so a stale key (a plain-Cypher
+// `SET t.namespace`) can hide a trigger but never show it to another scope.
+CALL (sc) {
+  UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
+              ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+  MATCH (t:Trigger {symfonic_scope: scope_key, status: 'pending'})
+  USING INDEX t:Trigger(symfonic_scope, status)
+  RETURN t
+  UNION
+  WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicScoped) } THEN sc.tenant_id END AS unkeyed_tenant
+  MATCH (t:Trigger)
+  USING INDEX t:Trigger(tenant_id)
+  WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicScoped
+  RETURN t
+}
+
 // name: triggers_pending
 // params: tenant_id, namespace, write_id, limit
 // Unresolved triggers the scope sees, oldest first, at most $limit, in one row.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published
-MATCH (t:Trigger)
+WITH coalesce(c.published_writes, []) AS published, {tenant_id: $tenant_id, namespace: $namespace} AS sc
+// include: pending_trigger_nodes
+WITH t, published
 WHERE t.tenant_id = $tenant_id
   AND t.status = 'pending'
   AND (t.namespace IS NULL OR t.namespace = $namespace)

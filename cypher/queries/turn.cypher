@@ -16,21 +16,21 @@ WITH sc, version, published,
 
 // fragment: turn_triggers
 // params: max_triggers
-// The pending triggers the scope `sc` sees, oldest first, at most
-// $max_triggers, as `triggers` (a subquery: keeps the including query's rows).
-CALL (sc, published) {
-  OPTIONAL MATCH (t:Trigger)
-  WHERE t.tenant_id = sc.tenant_id
-    AND t.status = 'pending'
-    AND (t.namespace IS NULL OR t.namespace = sc.namespace)
-    AND NOT coalesce(t.symfonic_replaced_by IN published, false)
-    AND NOT t:SymfonicRetracted
-    AND (NOT t:SymfonicUnpublished
-         OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
-  WITH t ORDER BY t.created_at, t.id LIMIT $max_triggers
-  RETURN collect(t {.id, .tenant_id, .namespace, .condition, .task, .status,
-                    created_at: toStringOrNull(t.created_at)}) AS triggers
-}
+// The rows `t` of pending_trigger_nodes (included just before, inside a
+// `CALL (sc, published) { ... }` subquery that keeps the including query's
+// rows) filtered to the pending triggers the scope `sc` sees, oldest first,
+// at most $max_triggers, as `triggers`.
+WITH t, published, sc
+WHERE t.tenant_id = sc.tenant_id
+  AND t.status = 'pending'
+  AND (t.namespace IS NULL OR t.namespace = sc.namespace)
+  AND NOT coalesce(t.symfonic_replaced_by IN published, false)
+  AND NOT t:SymfonicRetracted
+  AND (NOT t:SymfonicUnpublished
+       OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
+WITH t ORDER BY t.created_at, t.id LIMIT $max_triggers
+RETURN collect(t {.id, .tenant_id, .namespace, .condition, .task, .status,
+                  created_at: toStringOrNull(t.created_at)}) AS triggers
 
 // name: turn_snapshot
 // params: scopes, max_triggers
@@ -62,7 +62,10 @@ CALL (sc) {
     // include: skill_row
     RETURN collect(skill_row) AS skills
   }
-  // include: turn_triggers
+  CALL (sc, published) {
+    // include: pending_trigger_nodes
+    // include: turn_triggers
+  }
   RETURN version, skills_fresh, skills, triggers
 }
 RETURN i, version, skills_fresh, skills, triggers
@@ -79,7 +82,10 @@ UNWIND range(0, size($scopes) - 1) AS i
 WITH i, $scopes[i] AS sc
 CALL (sc) {
   // include: turn_catalog
-  // include: turn_triggers
+  CALL (sc, published) {
+    // include: pending_trigger_nodes
+    // include: turn_triggers
+  }
   RETURN version, skills_fresh, [] AS skills, triggers
 }
 RETURN i, version, skills_fresh, skills, triggers

@@ -27,6 +27,7 @@ from symfonic_graph.store import (
     refuse_held_keys,
     skill_key,
     staged_keys,
+    tenant_token,
     within_deadline,
 )
 
@@ -313,6 +314,7 @@ def _skill_row(
         "base_key": base_key,
         "write_id": write_id,
         "tenant_id": scope.tenant_id,
+        "tenant_token": tenant_token(scope.tenant_id),
         "namespace": scope.namespace,
         "identifier": identifier,
         "status": status,

@@ -21,6 +21,7 @@ from symfonic_graph.store import (
     positive_count,
     refuse_held_keys,
     staged_keys,
+    tenant_token,
     trigger_key,
 )
 
@@ -118,6 +119,7 @@ def trigger_row(
         "base_key": base_key,
         "identifier": ident,
         "tenant_id": scope.tenant_id,
+        "tenant_token": tenant_token(scope.tenant_id),
         "namespace": scope.namespace,
         "write_id": write_id,
     }

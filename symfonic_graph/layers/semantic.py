@@ -9,7 +9,7 @@ from symfonic_graph import _validate as v
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.models import Fact, fact_from_row
 from symfonic_graph.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id
+from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id, tenant_token
 
 MAX_FACTS_PER_WRITE = 10_000
 """``add_facts`` writes at most this many facts in one call (one transaction)."""
@@ -52,7 +52,8 @@ class SemanticLayer:
             raise ScopeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
         wid = check_write_id(write_id)
         rows: list[dict[str, Any]] = [
-            {"id": new_id(), "tenant_id": scope.tenant_id, "namespace": scope.namespace, "text": text, "write_id": wid}
+            {"id": new_id(), "tenant_id": scope.tenant_id, "tenant_token": tenant_token(scope.tenant_id),
+             "namespace": scope.namespace, "text": text, "write_id": wid}
             for text in texts
         ]
         await self.store.write_staged(scope, wid, [("facts_write", {"rows": rows})])

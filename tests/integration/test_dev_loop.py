@@ -99,8 +99,10 @@ async def tenants(store: GraphMemoryStore) -> AsyncIterator[Tenants]:
 
 
 async def _seed(store: GraphMemoryStore, text: str) -> None:
+    """Seed as ``demo.seed_demo`` does: the plain-Cypher script, then the library's keys stamped."""
     for statement in split_cypher_script(text):
         await store.driver.execute_query(statement.text, database_=store.database)
+    await store.stamp_keys()
 
 
 async def _nodes(store: GraphMemoryStore, tenants: Tenants) -> list[dict[str, object]]:

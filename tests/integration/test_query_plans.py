@@ -59,12 +59,13 @@ async def test_per_turn_query_starts_from_a_tenant_index_seek(
     scans = [op for op, _, _ in operators if "Scan" in op]
     assert not scans, f"{name} scans instead of seeking: {scans}"
     # Leaves that find no nodes (the row of parameters a query starts from) are fine; every leaf that
-    # finds nodes must be a seek on the tenant index.
+    # finds nodes must be a seek on the tenant index, or on a trigger's scope key (tenant + namespace).
     leaves = [(op, details) for op, details, leaf in operators
               if leaf and op not in ("Argument", "Projection", "Unwind")]
     assert leaves, f"{name} has no leaf that finds nodes"
     for op, details in leaves:
-        assert op in SEEKS and "(tenant_id)" in details, f"{name} starts from {op} {details!r}, not a tenant seek"
+        assert op in SEEKS and ("(tenant_id)" in details or "(symfonic_scope, status)" in details), (
+            f"{name} starts from {op} {details!r}, not a tenant seek")
 
 
 async def test_the_tenant_indexes_exist(driver: neo4j.AsyncDriver) -> None:
@@ -74,3 +75,4 @@ async def test_the_tenant_indexes_exist(driver: neo4j.AsyncDriver) -> None:
     found = {(r["labelsOrTypes"][0], tuple(r["properties"])): (r["name"], r["state"]) for r in records}
     for label in ("Skill", "Trigger", "Fact", "Precondition"):
         assert found[(label, ("tenant_id",))] == (f"{label.lower()}_tenant", "ONLINE")
+    assert found[("Trigger", ("symfonic_scope", "status"))] == ("trigger_scope", "ONLINE")

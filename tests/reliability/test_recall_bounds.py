@@ -161,6 +161,7 @@ def _procedure_rows(plan: dict[str, Any]) -> list[int]:
 
 async def _rows_handed_to_cypher(store: GraphMemoryStore, tenant: str, term: str) -> list[int]:
     params = {"tenant_id": tenant, "namespace": None, "write_id": None, "search": recall_search(tenant, term),
+              "search_unstamped": recall_search(tenant, term, unstamped=True),
               "labels": ["Fact", "Skill", "Trigger"], "limit": 10}
     async with store.driver.session(database=store.database, notifications_min_severity="OFF") as session:
         summary = await (await session.run("PROFILE " + query("memory_recall").text, params)).consume()

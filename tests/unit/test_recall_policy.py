@@ -121,7 +121,7 @@ def test_escape_lucene_caps_the_number_of_terms() -> None:
 
 def test_recall_query_takes_the_user_text_and_layers_as_parameters() -> None:
     q = query("memory_recall")
-    assert {"search", "labels", "tenant_id", "namespace", "write_id", "limit"} == q.params
-    assert "queryNodes('symfonic_memory_text_v2', $search)" in q.text
+    assert {"search", "search_unstamped", "labels", "tenant_id", "namespace", "write_id", "limit"} == q.params
+    assert "queryNodes('symfonic_memory_text_v3', search)" in q.text
     assert "kind IN $labels" in q.text
     assert "node.status = 'approved'" in q.text and "node.status = 'pending'" in q.text
