@@ -160,21 +160,32 @@ def _check_params(block: _Block, used: set[str], what: str) -> None:
 def _resolve(block: _Block, fragments: Mapping[str, _Block]) -> Query:
     text: list[str] = []
     used: set[str] = set()
-    for line in block.lines:
-        include = _INCLUDE.match(line.strip())
-        if include is None:
-            text.append(line)
-            used.update(_used([line]))
-            continue
-        fragment = fragments.get(include["name"])
-        if fragment is None:
-            raise QueryFileError(f"{block.where}: query {block.name} includes unknown fragment {include['name']!r}")
-        indent = line[: len(line) - len(line.lstrip())]
-        text.extend(indent + ln for ln in "\n".join(fragment.lines).strip().rstrip(";").splitlines())
-        used |= fragment.declared
+    _splice(block, block.lines, fragments, text, used, (block.name,))
     _check_params(block, used, "query")
     body = "\n".join(text).strip().rstrip(";").strip()
     return Query(block.name, body, block.declared, block.doc, block.where)
+
+
+def _splice(
+    block: _Block, lines: Iterable[str], fragments: Mapping[str, _Block], text: list[str], used: set[str],
+    within: tuple[str, ...], indent: str = "",
+) -> None:
+    """Append ``lines`` to ``text`` with every include spliced in (a fragment may include others)."""
+    for line in lines:
+        include = _INCLUDE.match(line.strip())
+        if include is None:
+            text.append(indent + line)
+            used.update(_used([line]))
+            continue
+        name = include["name"]
+        fragment = fragments.get(name)
+        if fragment is None:
+            raise QueryFileError(f"{block.where}: query {block.name} includes unknown fragment {name!r}")
+        if name in within:
+            raise QueryFileError(f"{fragment.where}: fragment {name} includes itself (via {' -> '.join(within)})")
+        inner = indent + line[: len(line) - len(line.lstrip())]
+        body = "\n".join(fragment.lines).strip().rstrip(";").splitlines()
+        _splice(block, body, fragments, text, used, (*within, name), inner)
 
 
 def load_dir(root: Path) -> dict[str, Query]:

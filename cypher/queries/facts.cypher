@@ -14,12 +14,11 @@ RETURN collect(f.id) AS ids;
 // name: facts_visible
 // params: tenant_id, namespace, write_id
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published
+WITH coalesce(c.published_writes, []) AS published,
+     {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id} AS sc
 MATCH (f:Fact)
-WHERE f.tenant_id = $tenant_id
-  AND (f.namespace IS NULL OR f.namespace = $namespace)
-  AND NOT f:SymfonicRetracted
-  AND (NOT f:SymfonicUnpublished OR f.symfonic_write_id = $write_id
-       OR (coalesce(f.namespace, '') + '\u001F' + f.symfonic_write_id) IN published)
-RETURN f {.*} AS fact
-ORDER BY f.created_at, f.id;
+WHERE
+  // include: fact_visible
+WITH f ORDER BY f.created_at, f.id
+// include: fact_row
+RETURN fact_row AS fact;

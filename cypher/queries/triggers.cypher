@@ -52,18 +52,15 @@ CALL (sc) {
 // params: tenant_id, namespace, write_id, limit
 // Unresolved triggers the scope sees, oldest first, at most $limit, in one row.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published, {tenant_id: $tenant_id, namespace: $namespace} AS sc
+WITH coalesce(c.published_writes, []) AS published,
+     {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id} AS sc
 // include: pending_trigger_nodes
-WITH t, published
-WHERE t.tenant_id = $tenant_id
-  AND t.status = 'pending'
-  AND (t.namespace IS NULL OR t.namespace = $namespace)
-  AND NOT coalesce(t.symfonic_replaced_by IN published, false)
-  AND NOT t:SymfonicRetracted
-  AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = $write_id
-       OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
+WITH t, published, sc
+WHERE
+  // include: trigger_visible
 WITH t ORDER BY t.created_at, t.id LIMIT $limit
-RETURN collect(t {.*}) AS triggers;
+// include: trigger_row
+RETURN collect(trigger_row) AS triggers;
 
 // name: trigger_keys_held
 // params: keys, tenant_id, namespace

@@ -21,16 +21,11 @@ WITH sc, version, published,
 // rows) filtered to the pending triggers the scope `sc` sees, oldest first,
 // at most $max_triggers, as `triggers`.
 WITH t, published, sc
-WHERE t.tenant_id = sc.tenant_id
-  AND t.status = 'pending'
-  AND (t.namespace IS NULL OR t.namespace = sc.namespace)
-  AND NOT coalesce(t.symfonic_replaced_by IN published, false)
-  AND NOT t:SymfonicRetracted
-  AND (NOT t:SymfonicUnpublished
-       OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
+WHERE
+  // include: trigger_visible
 WITH t ORDER BY t.created_at, t.id LIMIT $max_triggers
-RETURN collect(t {.id, .tenant_id, .namespace, .condition, .task, .status,
-                  created_at: toStringOrNull(t.created_at)}) AS triggers
+// include: trigger_row
+RETURN collect(trigger_row) AS triggers
 
 // name: turn_snapshot
 // params: scopes, max_triggers

@@ -115,3 +115,34 @@ def test_writes_addressing_a_node_by_id_share_one_scope_rule() -> None:
         assert "// include: node_addressable" in blocks[name], name
         assert "// include: node_owned" in blocks[name], name
         assert "symfonic_replaced_by" not in blocks[name], f"{name} copies the rule instead of including it"
+
+
+def test_every_read_of_a_node_type_includes_its_one_rule_and_projection() -> None:
+    """Skills, triggers and facts: each read path splices the type's visibility rule and row, never a copy."""
+    from pathlib import Path
+
+    queries = Path(__file__).resolve().parents[2] / "cypher" / "queries"
+    blocks = {}
+    for path in queries.glob("*.cypher"):
+        for block in path.read_text(encoding="utf-8").split("// name: ")[1:]:
+            blocks[block.split("\n", 1)[0].strip()] = block
+    fragments = {"turn_triggers": ("trigger_visible", "trigger_row"), "triggers_pending": ("trigger_visible",
+                 "trigger_row"), "facts_visible": ("fact_visible", "fact_row")}
+    turn_triggers = (queries / "turn.cypher").read_text(encoding="utf-8").split("// fragment: turn_triggers")[1]
+    blocks["turn_triggers"] = turn_triggers.split("// name: ")[0]
+    for name, wanted in fragments.items():
+        for fragment in wanted:
+            assert f"// include: {fragment}" in blocks[name], (name, fragment)
+        assert "SymfonicRetracted" not in blocks[name], f"{name} copies the rule instead of including it"
+        assert "{.*}" not in blocks[name], f"{name} projects every property instead of the one row"
+
+
+def test_a_fragment_may_include_another_and_never_itself() -> None:
+    text = ("// fragment: inner\n// params: x\nRETURN $x\n"
+            "// fragment: outer\n// params:\nWITH 1 AS one\n// include: inner\n"
+            "// name: q\n// params: x\n// include: outer\n")
+    [q] = parse_queries(text, "t.cypher")
+    assert q.text == "WITH 1 AS one\nRETURN $x" and q.params == {"x"}
+    loop = "// fragment: a\n// params:\n// include: a\n// name: q\n// params:\n// include: a\n"
+    with pytest.raises(QueryFileError, match="includes itself"):
+        parse_queries(loop, "t.cypher")

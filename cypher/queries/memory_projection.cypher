@@ -1,0 +1,38 @@
+// fragment: trigger_visible
+// params:
+// The one visibility rule of a trigger `t` (a WHERE body): pending, of the
+// scope map `sc` ({tenant_id, namespace, write_id}) -- its tenant, tenant-wide
+// or its namespace -- not replaced by a published re-seed, not retracted, and
+// staged only when it is the scope's own write or published (`published`,
+// the tenant catalog's list, bound by the including query). Every trigger
+// read includes it: the turn's snapshot and triggers_pending.
+t.tenant_id = sc.tenant_id
+  AND t.status = 'pending'
+  AND (t.namespace IS NULL OR t.namespace = sc.namespace)
+  AND NOT coalesce(t.symfonic_replaced_by IN published, false)
+  AND NOT t:SymfonicRetracted
+  AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = sc.write_id
+       OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
+
+// fragment: trigger_row
+// params:
+// The one projection of a trigger `t` into `trigger_row`: its documented
+// properties (models.trigger_from_row reads them), dates as strings.
+WITH t, t {.id, .tenant_id, .namespace, .condition, .task, .status,
+           created_at: toStringOrNull(t.created_at), resolved_at: toStringOrNull(t.resolved_at)} AS trigger_row
+
+// fragment: fact_visible
+// params:
+// The one visibility rule of a fact `f` (a WHERE body), as trigger_visible
+// without the status: of the scope map `sc`, not retracted, staged only when
+// it is the scope's own write or published.
+f.tenant_id = sc.tenant_id
+  AND (f.namespace IS NULL OR f.namespace = sc.namespace)
+  AND NOT f:SymfonicRetracted
+  AND (NOT f:SymfonicUnpublished OR f.symfonic_write_id = sc.write_id
+       OR (coalesce(f.namespace, '') + '\u001F' + f.symfonic_write_id) IN published)
+
+// fragment: fact_row
+// params:
+// The one projection of a fact `f` into `fact_row` (models.fact_from_row reads it).
+WITH f, f {.id, .tenant_id, .namespace, .text, created_at: toStringOrNull(f.created_at)} AS fact_row
