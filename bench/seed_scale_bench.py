@@ -45,7 +45,7 @@ def write_file(path: Path, tenant: str, skills: int) -> int:
         rows = [{"label": f"Skill {n}", "identifier": f"s{n}", "steps": ["act"], "source_tag": "authored:bench",
                  "action_tool": f"t{n % 50}", "precondition": [f"p{n % 7}"]} for n in range(ns, min(ns + per, skills))]
         scopes.append({"tenant": tenant, "namespace": f"ns-{ns // per}", "skills": rows})
-    path.write_text(json.dumps({"scopes": scopes}, separators=(",", ":")), encoding="utf-8")
+    path.write_text(json.dumps({"tenant": tenant, "scopes": scopes}, separators=(",", ":")), encoding="utf-8")
     return path.stat().st_size
 
 

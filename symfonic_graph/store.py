@@ -629,17 +629,18 @@ class GraphMemoryStore:
         return await self._flip(scopes, wid, size)
 
     async def _flip(self, scopes: Sequence[MemoryScope], write_id: str, size: int) -> int:
-        """One transaction: prepare what is left (at most ``size`` nodes per scope) and list every scope's entry."""
+        """One transaction: prepare what is left (at most ``size`` nodes in all) and list every scope's entry."""
+        share = max(1, size // len(scopes))  # the flip's nodes to prepare, per scope
 
         def all_prepared(rows: list[Row]) -> None:
-            if rows and int(rows[0]["prepared"]) >= size:
+            if rows and int(rows[0]["prepared"]) >= share:
                 raise _MoreToPrepare  # rolls this transaction back; publish prepares in batches first
 
         tenants = sorted({s.tenant_id for s in scopes})
         steps: list[Step] = [Step("catalog_lock", {"tenant_id": t}, key=f"lock:{t}") for t in tenants]
         for i, scope in enumerate(scopes):
             params = {**scope.params(), "write_id": write_id}
-            steps += [Step("write_prepare_batch", {**params, "limit": size}, all_prepared, key=f"prepare:{i}"),
+            steps += [Step("write_prepare_batch", {**params, "limit": share}, all_prepared, key=f"prepare:{i}"),
                       Step("write_publish_listed", params, key=f"listed:{i}")]
         steps += [Step("catalog_bump", {"tenant_id": t}, key=f"bump:{t}") for t in tenants]
         written = await self.write(steps)

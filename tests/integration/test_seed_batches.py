@@ -63,11 +63,16 @@ class Watching(GraphMemoryStore):
 
     def __init__(self, store: GraphMemoryStore, between: Any) -> None:
         super().__init__(store.driver, database=store.database)
-        self.between, self.writes = between, 0
+        self.between, self.writes, self.most_prepared = between, 0, 0
 
     async def write(self, steps: Sequence[Step | Statement]) -> Written:
         written = await super().write(steps)
         self.writes += 1
+        prepared = [written.one(s.name)["prepared"] for s in steps
+                    if isinstance(s, Step) and s.query == "write_prepare_batch"]
+        prepared += [written.one(s[0])["prepared"] for s in steps
+                     if isinstance(s, tuple) and s[0] == "write_prepare_batch"]
+        self.most_prepared = max(self.most_prepared, sum(prepared))
         await self.between(self.writes)
         return written
 
@@ -220,3 +225,20 @@ async def test_a_publish_cut_short_before_its_flip_is_discarded_whole(
     # The live v1 skills hold their keys again: a re-seed replaces them, never duplicates them.
     await apply_seed(store, _plan(tmp_path, {"tenant": tenant, "skills": _skills("v3")}), batch_size=BATCH)
     assert await _labels(store, scope) == [f"v3 skill {n}" for n in range(SKILLS)]
+
+
+async def test_many_small_scopes_are_published_without_a_large_transaction(
+    store: GraphMemoryStore, tenant: str, tmp_path: Path, forget: list[str]
+) -> None:
+    """Each scope holds fewer entries than a batch, the file many more: no transaction prepares over a batch."""
+    scopes = [{"tenant": tenant, "namespace": f"ns-{k}", "skills": _skills("v1", 30)} for k in range(12)]
+    seen: list[int] = []
+
+    async def reader(_: int) -> None:
+        seen.append(len(await _labels(store, MemoryScope(tenant, "ns-11"))))
+
+    watching = Watching(store, reader)
+    await apply_seed(watching, _plan(tmp_path, {"tenant": tenant, "scopes": scopes}), batch_size=BATCH)
+    assert 0 < watching.most_prepared <= BATCH
+    assert set(seen[:-1]) == {0} and seen[-1] == 30
+    assert (await _nodes(store, tenant))["skills"] == 12 * 30
