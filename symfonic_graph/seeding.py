@@ -1,4 +1,4 @@
-"""Seed files, all or nothing: validate the whole file, then write it in one transaction.
+"""Seed files, all or nothing: validate the whole file, then write it (in batches when large).
 
 A seed file (YAML or JSON, see ``docs/seed-files.md``) holds skills and
 triggers for one or more scopes::
@@ -11,9 +11,11 @@ triggers for one or more scopes::
         namespace: user-7
         triggers: [...]
 
-Every entry of every scope is validated before anything is written, and
-the whole file is written in one transaction, so a failure leaves nothing of
-it behind. Every error names the file and the entry
+Every entry of every scope is validated before anything is written, and a
+failure leaves nothing of the file behind: a file of at most ``batch_size``
+entries is written in one transaction; a larger one (up to 100,000 skills and
+more) is staged in transactions of ``batch_size`` entries under one write id
+and then published in one small transaction, or discarded whole on a failure. Every error names the file and the entry
 (``seed.yaml: triggers[2].task: must be a non-empty string``). Entries get
 identities (their ``identifier``, else a hash of their content), so running
 the same file twice leaves the graph as after the first run.
@@ -21,6 +23,7 @@ the same file twice leaves the graph as after the first run.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,14 +36,21 @@ from symfonic_graph.layers.prospective import trigger_row
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import SeedFile
 from symfonic_graph.store import (
+    STAGE_BATCH,
     GraphMemoryStore,
     Row,
     Step,
     check_write_id,
+    describe_scope,
     held_keys,
+    new_id,
+    positive_count,
     refuse_held_keys,
     refuse_published,
+    staged_keys,
 )
+
+log = logging.getLogger("symfonic_graph.seeding")
 
 __all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 
@@ -184,8 +194,22 @@ def _steps(plan: SeedPlan) -> list[Step]:
     return steps
 
 
-async def apply_seed(store: GraphMemoryStore, plan: SeedPlan) -> SeedResult:
-    """Write a validated seed file in one transaction: all of it, or (on any error) nothing."""
+async def apply_seed(store: GraphMemoryStore, plan: SeedPlan, *, batch_size: int = STAGE_BATCH) -> SeedResult:
+    """Write a validated seed file: all of it, or (on any error) nothing.
+
+    A file of at most ``batch_size`` entries (skills and triggers) is one
+    transaction. A larger one is staged in transactions of at most
+    ``batch_size`` entries under one write id, invisible to readers, then
+    published in one small transaction (every scope of the file at once); a
+    failure in any batch discards what the earlier batches staged. With the
+    plan's own ``write_id`` the file stays staged for ``publish``.
+
+    Example:
+        >>> await apply_seed(store, plan_seed(load_seed_file(path), MemoryScope("acme")), batch_size=50)
+    """
+    size = positive_count("batch_size", batch_size, most=100_000)
+    if sum(plan.counts) > size:
+        return await _apply_in_batches(store, plan, size)
     steps = _steps(plan)
     if not steps:
         return SeedResult([(b.scope, [], []) for b in plan.scopes])
@@ -199,6 +223,81 @@ async def apply_seed(store: GraphMemoryStore, plan: SeedPlan) -> SeedResult:
         triggers = [str(t) for t in written.one(f"triggers:{i}")["ids"]] if block.triggers else []
         out.append((block.scope, skills, triggers))
     return SeedResult(out)
+
+
+def _staged(rows: list[dict[str, Any]], write_id: str) -> list[dict[str, Any]]:
+    """Rows of a file written live, restaged under ``write_id`` (each waits beside its live node)."""
+    out = []
+    for row in rows:
+        key = row["base_key"] or row["key"]
+        staged, base = staged_keys(key, write_id, stable=True)
+        out.append({**row, "write_id": write_id, "key": staged, "base_key": base})
+    return out
+
+
+def _batches(plan: SeedPlan, write_id: str, size: int) -> list[tuple[int, list[Step]]]:
+    """The staging transactions of a large file: (scope index, steps), at most ``size`` entries each."""
+    out: list[tuple[int, list[Step]]] = []
+    for i, block in enumerate(plan.scopes):
+        scope = block.scope
+        guard = [Step("catalog_lock", {"tenant_id": scope.tenant_id}, key="lock"),
+                 Step("write_id_published", {**scope.params(), "write_id": write_id},
+                      refuse_published(write_id, scope), key="published")]
+        skills = block.skills if plan.write_id is not None else _staged(block.skills, write_id)
+        triggers = block.triggers if plan.write_id is not None else _staged(block.triggers, write_id)
+        for start in range(0, len(skills), size):
+            rows = skills[start:start + size]
+            out.append((i, [*guard,
+                            Step("skill_keys_held", {"keys": held_keys(rows), **scope.params()},
+                                 refuse_held_keys("skill"), key="skill_keys"),
+                            Step("skills_write", {"rows": rows}, key="skills"),
+                            Step("skills_owned_after_staging", {**scope.params(), "write_id": write_id},
+                                 refuse_over_cap(scope), key="skill_cap")]))
+        for start in range(0, len(triggers), size):
+            rows = triggers[start:start + size]
+            out.append((i, [*guard,
+                            Step("trigger_keys_held", {"keys": held_keys(rows), **scope.params()},
+                                 refuse_held_keys("trigger"), key="trigger_keys"),
+                            Step("triggers_write", {"rows": rows}, key="triggers")]))
+    return out
+
+
+async def _apply_in_batches(store: GraphMemoryStore, plan: SeedPlan, size: int) -> SeedResult:
+    """Stage a large file batch by batch under one write id, then publish it in one flip (or discard it)."""
+    write_id = plan.write_id or f"seed-file:{new_id()}"
+    scopes = [block.scope for block in plan.scopes]
+    if plan.write_id is not None:
+        for scope in scopes:  # a failure discards the write id: it must hold nothing else
+            rows = await store.read("write_staged_count", **scope.params(), write_id=write_id)
+            if rows and rows[0]["staged"]:
+                raise ValidationError(
+                    f"{plan.path}: write_id",
+                    f"{write_id!r} already holds {rows[0]['staged']} staged node(s) in {describe_scope(scope)}; "
+                    f"a file of more than {size} entries is staged under a write id of its own")
+    ids: list[tuple[list[str], list[str]]] = [([], []) for _ in scopes]
+    try:
+        for i, steps in _batches(plan, write_id, size):
+            written = await store.write(steps)
+            kind = 0 if "skills" in written else 1
+            ids[i][kind].extend(str(x) for x in written.one("skills" if kind == 0 else "triggers")["ids"])
+        if plan.write_id is None:
+            await store.publish_scopes(scopes, write_id, batch_size=size)
+    except Exception as exc:
+        await _discard_quietly(store, scopes, write_id)
+        if isinstance(exc, ValidationError):
+            raise ValidationError(f"{plan.path}: {exc.field}", exc.problem) from None
+        raise
+    return SeedResult([(scope, s, t) for scope, (s, t) in zip(scopes, ids, strict=True)])
+
+
+async def _discard_quietly(store: GraphMemoryStore, scopes: list[MemoryScope], write_id: str) -> None:
+    """Discard a failed large seed; a discard that fails too is logged with the command that finishes it."""
+    for scope in scopes:
+        try:
+            await store.discard(scope, write_id)
+        except Exception:  # the original failure is what the caller must see
+            log.warning("could not discard the failed seed's staged write %r in %s; run `symfonic-graph discard "
+                        "%s` for that scope", write_id, describe_scope(scope), write_id, exc_info=True)
 
 
 def _skill_content(row: Row) -> tuple[object, ...]:

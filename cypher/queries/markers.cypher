@@ -82,14 +82,16 @@ RETURN count(*) AS pruned;
 
 // name: staged_keys_held
 // params: tenant_id, namespace, write_id
-// Publish, step 0: a key the write would take that a node of another scope
-// holds (a key copied by plain Cypher after the write was staged). The
-// publish is refused, naming that node, and nothing changes.
+// Publish, before each prepare transaction (write_prepare_batch): a key the
+// write would take that a node of another scope holds (a key copied by plain
+// Cypher after the write was staged). The publish is refused, naming that
+// node, and the transaction changes nothing.
 CALL () {
   MATCH (n:Skill:SymfonicUnpublished)
   WHERE n.tenant_id = $tenant_id
     AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
     AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
+    AND n.symfonic_published_at IS NULL
   MATCH (held:Skill {symfonic_key: n.symfonic_base_key})
   RETURN n, held
   UNION
@@ -97,6 +99,7 @@ CALL () {
   WHERE n.tenant_id = $tenant_id
     AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
     AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
+    AND n.symfonic_published_at IS NULL
   MATCH (held:Trigger {symfonic_key: n.symfonic_base_key})
   RETURN n, held
 }
@@ -105,100 +108,6 @@ WHERE held.tenant_id IS NULL OR held.tenant_id <> n.tenant_id
    OR NOT coalesce(held.namespace = n.namespace, held.namespace IS NULL AND n.namespace IS NULL)
 RETURN n.symfonic_base_key AS key, held.id AS id, held.tenant_id AS tenant_id, held.namespace AS namespace
 LIMIT 1;
-
-// name: write_replace_live
-// params: tenant_id, namespace, write_id
-// Publish, step 1: a staged skill or trigger re-seeding an identifier takes
-// over its key. The live node that held the key (same tenant, never another's)
-// is marked replaced by this write: readers hide it as soon as the write's
-// entry is listed (step 2), so old and new swap in the same single flip;
-// write_fold deletes it later. Only what was staged in exactly this scope.
-OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published
-CALL (published) {
-  MATCH (n:Skill:SymfonicUnpublished)
-  WHERE n.tenant_id = $tenant_id
-    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
-    AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
-    AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
-  OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
-  WHERE old.tenant_id = n.tenant_id
-    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
-  RETURN n, old
-  UNION
-  MATCH (n:Trigger:SymfonicUnpublished)
-  WHERE n.tenant_id = $tenant_id
-    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
-    AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
-    AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
-  OPTIONAL MATCH (old:Trigger {symfonic_key: n.symfonic_base_key})
-  WHERE old.tenant_id = n.tenant_id
-    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
-  RETURN n, old
-}
-SET old.symfonic_replaced_by = coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id,
-    old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
-SET n.symfonic_key = n.symfonic_base_key, n.symfonic_base_key = null
-RETURN count(old) AS replaced;
-
-// name: write_publish
-// params: tenant_id, namespace, write_id
-// Publish, step 2: the write becomes visible by one append to the tenant's
-// catalog node (`published_writes`, one "<namespace>\u001F<write_id>" entry:
-// only what was staged in exactly this scope). Readers read that list once per query, so a
-// batch appears all at once; the nodes keep :SymfonicUnpublished until
-// write_fold removes it after the settle period.
-MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
-ON CREATE SET c.version = 0
-WITH c, coalesce(c.published_writes, []) AS published
-CALL (published) {
-  OPTIONAL MATCH (n:SymfonicUnpublished)
-  WHERE n.tenant_id = $tenant_id
-    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
-    AND n.symfonic_write_id = $write_id
-    AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
-  SET n.symfonic_published_at = datetime()
-  RETURN count(n) AS count, collect(DISTINCT coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) AS entries
-}
-SET c.published_writes = published + entries,
-    c.published_at_ms = coalesce(c.published_at_ms, []) + [e IN entries | datetime().epochMillis]
-RETURN count AS published;
-
-// name: write_fold
-// params: tenant_id, settle_seconds
-// After publish: writes published longer than the settle period ago lose
-// their :SymfonicUnpublished label, and the skills they replaced are deleted.
-// Returns the folded entries, which write_unlist then drops from the catalog
-// (a separate, later transaction).
-MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published, coalesce(c.published_at_ms, []) AS times,
-     datetime().epochMillis - toInteger($settle_seconds * 1000) AS cutoff
-WITH [i IN range(0, size(published) - 1) WHERE times[i] <= cutoff | published[i]] AS due
-CALL (due) {
-  OPTIONAL MATCH (n:SymfonicUnpublished)
-  WHERE n.tenant_id = $tenant_id
-    AND (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN due
-  REMOVE n:SymfonicUnpublished
-  RETURN count(n) AS folded
-}
-CALL (due) {
-  OPTIONAL MATCH (old:Skill)
-  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by IN due
-  CALL (old) {
-    OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
-    WHERE p.tenant_id = old.tenant_id
-    DETACH DELETE p
-  }
-  DETACH DELETE old
-  RETURN count(old) AS removed
-}
-CALL (due) {
-  OPTIONAL MATCH (old:Trigger)
-  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by IN due
-  DETACH DELETE old
-  RETURN count(old) AS removed_triggers
-}
-RETURN due, folded;
 
 // name: write_unlist
 // params: tenant_id, entries
@@ -218,26 +127,6 @@ MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
 ON CREATE SET c.version = 0
 RETURN (coalesce($namespace, '') + '\u001F' + $write_id) IN coalesce(c.published_writes, [])
        OR ('\u001F' + $write_id) IN coalesce(c.published_writes, []) AS published;
-
-// name: write_discard
-// params: tenant_id, namespace, write_id
-// Delete every node of a staged, unpublished write of exactly this scope (and
-// a staged skill's preconditions of the same tenant). Runs after catalog_lock,
-// so a racing publish of the same write either listed it first (nothing is
-// discarded) or finds nothing left to publish.
-OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH coalesce(c.published_writes, []) AS published
-MATCH (n:SymfonicUnpublished)
-WHERE n.tenant_id = $tenant_id
-  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
-  AND n.symfonic_write_id = $write_id
-  AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
-OPTIONAL MATCH (n)-[:REQUIRES]->(p:Precondition)
-WHERE p.tenant_id = n.tenant_id
-WITH n, collect(p) AS pres
-FOREACH (p IN pres | DETACH DELETE p)
-DETACH DELETE n
-RETURN count(*) AS discarded;
 
 // name: catalog_lock
 // params: tenant_id

@@ -22,7 +22,7 @@ from symfonic_graph.seedfile import load_seed_file, split_cypher_script
 from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.store import GraphMemoryStore, describe_scope
 
-_SEED_TIMEOUT = 290.0  # seconds for the one transaction of a seed file
+_SEED_TIMEOUT = 290.0  # seconds for each transaction of a seed file (one, or one per batch)
 _ROWS_SHOWN = 100  # rows of a statement's result that `cypher run` prints
 
 
@@ -106,7 +106,7 @@ async def _seed(args: argparse.Namespace) -> int:
             await notice_if_empty(store, tenant, doing=" yet: this seed creates it" if not args.plan else " yet")
         changes = await count_changes(store, plan)
         if not args.plan:
-            # One transaction for the whole file: allow it the time a large file needs.
+            # A file's one transaction (or each batch of a large file): allow the time a large one needs.
             patient = GraphMemoryStore(store.driver, database=store.database, query_timeout=_SEED_TIMEOUT)
             result = await apply_seed(patient, plan)
     staged = f" (staged as {args.write_id}; run `symfonic-graph publish`)" if args.write_id else ""

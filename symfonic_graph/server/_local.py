@@ -1,4 +1,4 @@
-"""A real Neo4j Community 5.26 on loopback, without Docker.
+"""A real Neo4j Community (5.26 LTS, or ``$SYMFONIC_NEO4J_VERSION``) on loopback, without Docker.
 
 Maven fetches the embedded DBMS from Maven Central into a cache outside the
 repo (``~/.cache/symfonic-graph`` or ``$SYMFONIC_GRAPH_CACHE``); our small
@@ -209,7 +209,7 @@ class LocalNeo4j:
             chosen = requested if requested is not None else DEFAULT_PORT
             # The port first: it is the common failure, and the first fetch takes minutes.
             self._check_port(host, chosen, port_variable, explicit=port is not None)
-            java = _java()
+            java = _java(self.version)
             classpath = self._ensure_installed(java)
             self._check_port(host, chosen, port_variable, explicit=port is not None)  # taken while fetching?
             return self._launch(java, classpath, host, chosen, timeout)
@@ -446,16 +446,55 @@ def _signal(pid: int, fd: int | None, sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
-def _java() -> str:
+# Where Linux distributions and vendors install JDKs: searched when the Java on PATH is too old.
+JVM_ROOTS = (Path("/usr/lib/jvm"), Path("/opt/java"), Path("/usr/local/lib/jvm"))
+
+
+def java_needed(version: str) -> int:
+    """The oldest Java release a Neo4j version runs on: 17 for 5.x, 21 for the calendar releases (2025.01 on).
+
+    Example:
+        >>> java_needed("5.26.30"), java_needed("2026.08.1")
+        (17, 21)
+    """
+    major = version.split(".", 1)[0]
+    return 21 if major.isdigit() and int(major) >= 2025 else 17
+
+
+def _java_release(java: str) -> int | None:
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False, timeout=30).stderr
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    match = re.search(r'version "(\d+)', out)
+    return int(match[1]) if match else None
+
+
+def _java(version: str = NEO4J_VERSION) -> str:
+    """The ``java`` to run Neo4j ``version`` with.
+
+    ``$JAVA_HOME`` when set (it must be new enough); else the ``java`` on
+    PATH when new enough; else the newest JDK (with ``javac``) found under
+    ``JVM_ROOTS`` that is, so a 2025+ release runs beside a default Java 17.
+    """
+    needed = java_needed(version)
     java_home = os.environ.get("JAVA_HOME")
     java = str(Path(java_home) / "bin" / "java") if java_home else shutil.which("java")
     if not java or not Path(java).exists():
-        raise LocalServerError("Java not found: install a JDK 17 or 21 and put it on PATH (or set JAVA_HOME)")
-    out = subprocess.run([java, "-version"], capture_output=True, text=True, check=False).stderr
-    match = re.search(r'version "(\d+)', out)
-    if not match or int(match[1]) < 17:
-        raise LocalServerError(f"Neo4j 5.26 needs Java 17 or newer; {java} reports: {out.strip()[:120]}")
-    return java
+        raise LocalServerError(f"Java not found: install a JDK {needed} or newer and put it on PATH (or set JAVA_HOME)")
+    release = _java_release(java)
+    if release is not None and release >= needed:
+        return java
+    if not java_home:
+        found = sorted(((r, str(j)) for root in JVM_ROOTS if root.is_dir() for j in root.glob("*/bin/java")
+                        if (j.parent / "javac").exists() and (r := _java_release(str(j))) is not None and r >= needed),
+                       reverse=True)
+        if found:
+            return found[0][1]
+    raise LocalServerError(
+        f"Neo4j {version} needs Java {needed} or newer; {java} reports Java {release or 'of an unknown release'}. "
+        f"Install a JDK {needed}+ and set JAVA_HOME to it"
+    )
 
 
 def _run(cmd: list[str], what: str) -> None:

@@ -81,7 +81,9 @@ def test_scoped_read_list_is_complete() -> None:
     # tenant_holds answers whether a tenant holds anything at all (the CLI's notice for a mistyped tenant).
     operator_reads |= {"tenant_holds"}
     # skills_owned_count is a write guard too: a skill write that takes its scope over the cap rolls back.
-    operator_reads |= {"skills_owned_count"}
+    operator_reads |= {"skills_owned_count", "skills_owned_after_staging"}
+    # write_staged_count counts a staged write's own nodes, to refuse a large seed under a write id in use.
+    operator_reads |= {"write_staged_count"}
     assert reads - operator_reads <= _SCOPED_READS
 
 

@@ -514,3 +514,44 @@ def test_a_stop_waits_for_a_start_in_progress(started: LocalNeo4j) -> None:
     assert events == ["ready", "stopped"]
     assert waits == [f"waiting for another start or stop of the Neo4j in {started.home}..."]
     assert LocalNeo4j(home=started.home).recorded() is None
+
+
+# -- the Java a Neo4j version needs ----------------------------------------------
+
+
+def _jdk(root: Path, name: str, release: int, *, javac: bool = True) -> Path:
+    """A fake JDK folder whose java reports ``release``."""
+    bin_dir = root / name / "bin"
+    bin_dir.mkdir(parents=True)
+    java = bin_dir / "java"
+    java.write_text(f"#!/bin/sh\necho 'openjdk version \"{release}.0.1\" 2025-01-01' >&2\n")
+    java.chmod(0o755)
+    if javac:
+        (bin_dir / "javac").write_text("#!/bin/sh\n")
+    return java
+
+
+def test_a_calendar_release_needs_java_21_and_5_26_needs_17() -> None:
+    assert [_local.java_needed(v) for v in ("5.26.30", "2025.01.0", "2026.08.1")] == [17, 21, 21]
+
+
+def test_a_2025_release_finds_a_newer_jdk_beside_the_java_17_on_path(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    old = _jdk(tmp_path / "path", "jdk17", 17)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(old.parent))
+    jvm = tmp_path / "jvm"
+    _jdk(jvm, "jre-25", 25, javac=False)  # no javac: cannot compile the launcher
+    newer = _jdk(jvm, "temurin-21", 21)
+    monkeypatch.setattr(_local, "JVM_ROOTS", (jvm,))
+    assert _local._java("5.26.30") == str(old)
+    assert _local._java("2026.08.1") == str(newer)
+
+
+def test_a_java_home_too_old_for_the_version_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(_jdk(tmp_path, "jdk17", 17).parent.parent))
+    monkeypatch.setattr(_local, "JVM_ROOTS", ())
+    with pytest.raises(LocalServerError, match=r"Neo4j 2026.08.1 needs Java 21 or newer; .* reports Java 17\. "
+                                               r"Install a JDK 21\+ and set JAVA_HOME to it"):
+        _local._java("2026.08.1")

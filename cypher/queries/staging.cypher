@@ -1,0 +1,170 @@
+// name: write_prepare_batch
+// params: tenant_id, namespace, write_id, limit
+// Publish, before the flip, at most $limit nodes at a time: a staged node
+// re-seeding a key takes it over from the live node of the same tenant and
+// scope (which is marked replaced by this write, its key moved aside), and
+// every staged node of the write is stamped published. Nothing here changes
+// what a reader sees: readers hide a replaced node and show a staged one only
+// once the write's entry is on the catalog's list (write_publish_listed).
+// Only what was staged in exactly this scope, and not yet listed.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
+WHERE NOT entry IN published
+MATCH (n:SymfonicUnpublished)
+WHERE n.tenant_id = $tenant_id
+  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND n.symfonic_write_id = $write_id AND n.symfonic_published_at IS NULL
+WITH n, entry LIMIT $limit
+CALL (n, entry) {
+  WITH n, entry WHERE n:Skill AND n.symfonic_base_key IS NOT NULL
+  OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
+  WHERE old.tenant_id = n.tenant_id
+    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
+  SET old.symfonic_replaced_by = entry,
+      old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
+  RETURN count(old) AS skills
+}
+CALL (n, entry) {
+  WITH n, entry WHERE n:Trigger AND n.symfonic_base_key IS NOT NULL
+  OPTIONAL MATCH (old:Trigger {symfonic_key: n.symfonic_base_key})
+  WHERE old.tenant_id = n.tenant_id
+    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
+  SET old.symfonic_replaced_by = entry,
+      old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
+  RETURN count(old) AS triggers
+}
+SET n.symfonic_key = coalesce(n.symfonic_base_key, n.symfonic_key), n.symfonic_base_key = null,
+    n.symfonic_published_at = datetime()
+RETURN count(n) AS prepared, sum(skills + triggers) AS replaced;
+
+// name: write_publish_listed
+// params: tenant_id, namespace, write_id
+// Publish, the flip: one append to the tenant's catalog node (its
+// `published_writes`, one "<namespace>\u001F<write_id>" entry) makes every
+// node of the write visible at once, and hides every node it replaces. It
+// writes no other node, so it stays small whatever the size of the write
+// (write_prepare_batch did the rest before). Returns how many nodes it lists;
+// none (and no entry) when the write holds nothing or is listed already.
+MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
+ON CREATE SET c.version = 0
+WITH c, coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
+CALL (published, entry) {
+  OPTIONAL MATCH (n:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND n.symfonic_write_id = $write_id AND NOT entry IN published
+  RETURN count(n) AS count
+}
+WITH c, published, entry, count, CASE WHEN count > 0 THEN [entry] ELSE [] END AS entries
+SET c.published_writes = published + entries,
+    c.published_at_ms = coalesce(c.published_at_ms, []) + [e IN entries | datetime().epochMillis]
+RETURN count AS published;
+
+// name: write_fold_batch
+// params: tenant_id, settle_seconds, limit
+// Fold, at most $limit nodes of each kind at a time: the writes published
+// longer than the settle period ago lose their :SymfonicUnpublished label,
+// and the nodes they replaced are deleted (a skill with its preconditions of
+// the same tenant). Readers see the same either way: a listed node is visible
+// with or without the label, and a replaced node is hidden until deleted.
+// Returns the due entries (write_unlist drops them once nothing is left).
+MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, coalesce(c.published_at_ms, []) AS times,
+     datetime().epochMillis - toInteger($settle_seconds * 1000) AS cutoff
+WITH [i IN range(0, size(published) - 1) WHERE times[i] <= cutoff | published[i]] AS due
+CALL (due) {
+  OPTIONAL MATCH (n:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN due
+  WITH n LIMIT $limit
+  REMOVE n:SymfonicUnpublished
+  RETURN count(n) AS folded
+}
+CALL (due) {
+  OPTIONAL MATCH (old:Skill)
+  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by IN due
+  WITH old LIMIT $limit
+  CALL (old) {
+    OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
+    WHERE p.tenant_id = old.tenant_id
+    DETACH DELETE p
+  }
+  DETACH DELETE old
+  RETURN count(old) AS removed
+}
+CALL (due) {
+  OPTIONAL MATCH (old:Trigger)
+  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by IN due
+  WITH old LIMIT $limit
+  DETACH DELETE old
+  RETURN count(old) AS removed_triggers
+}
+RETURN due, folded, removed + removed_triggers AS removed;
+
+// name: write_discard_batch
+// params: tenant_id, namespace, write_id, limit
+// Discard, at most $limit staged nodes at a time: delete the nodes of a
+// staged, unlisted write of exactly this scope (and a staged skill's
+// preconditions of the same tenant). Runs after catalog_lock, so a racing
+// publish either listed the write first (nothing is discarded) or finds
+// nothing left to list.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
+MATCH (n:SymfonicUnpublished)
+WHERE n.tenant_id = $tenant_id
+  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND n.symfonic_write_id = $write_id
+  AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
+WITH n LIMIT $limit
+CALL (n) {
+  OPTIONAL MATCH (n)-[:REQUIRES]->(p:Precondition)
+  WHERE p.tenant_id = n.tenant_id
+  DETACH DELETE p
+}
+DETACH DELETE n
+RETURN count(*) AS discarded;
+
+// name: write_unprepare_batch
+// params: tenant_id, namespace, write_id, limit
+// Discard, after write_discard_batch removed the staged nodes: the live
+// nodes a publish cut short had marked replaced by this unlisted write get
+// their key back and stay live, as if the publish never started.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
+WHERE NOT entry IN published
+CALL (entry) {
+  MATCH (old:Skill)
+  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by = entry
+  RETURN old
+  UNION
+  MATCH (old:Trigger)
+  WHERE old.tenant_id = $tenant_id AND old.symfonic_replaced_by = entry
+  RETURN old
+}
+WITH old LIMIT $limit
+SET old.symfonic_key = left(old.symfonic_key, size(old.symfonic_key) - size('\u0000replaced:' + old.id)),
+    old.symfonic_replaced_by = null
+RETURN count(old) AS restored;
+
+// name: write_staged_count
+// params: tenant_id, namespace, write_id
+// How many nodes are staged, unlisted, under a write id in exactly this scope.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
+OPTIONAL MATCH (n:SymfonicUnpublished)
+WHERE n.tenant_id = $tenant_id
+  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND n.symfonic_write_id = $write_id
+  AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
+RETURN count(n) AS staged;
+
+// name: skills_owned_after_staging
+// params: tenant_id, namespace, write_id
+// The scope's skill count once a staged write is published: like
+// skills_owned_count, but a live skill that a staged skill of the write will
+// replace counts once, not twice (a batched re-seed of a full scope fits).
+MATCH (s:Skill {tenant_id: $tenant_id})
+WHERE coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
+  AND NOT s:SymfonicRetracted
+  AND NOT EXISTS { MATCH (:Skill {symfonic_key: s.symfonic_key + '\u0000staged:' + $write_id}) }
+RETURN count(s) AS skills;
