@@ -104,15 +104,21 @@ def test_every_tenant_scoped_read_filters_tenant_namespace_and_markers(name: str
     assert "STARTS WITH $tenant_id" not in text and "CONTAINS $tenant_id" not in text
 
 
-def test_writes_addressing_a_node_by_id_share_one_scope_rule() -> None:
-    """Approve/reject, shadow/enforce and resolve read the same visibility and ownership fragments (no copies)."""
-    from pathlib import Path
+_QUERIES = Path(__file__).resolve().parents[2] / "cypher" / "queries"
 
-    queries = Path(__file__).resolve().parents[2] / "cypher" / "queries"
+
+def _query_sources() -> dict[str, str]:
+    """Each query's text as written (includes not spliced), by name."""
     blocks = {}
-    for path in queries.glob("*.cypher"):
+    for path in _QUERIES.glob("*.cypher"):
         for block in path.read_text(encoding="utf-8").split("// name: ")[1:]:
             blocks[block.split("\n", 1)[0].strip()] = block
+    return blocks
+
+
+def test_writes_addressing_a_node_by_id_share_one_scope_rule() -> None:
+    """Approve/reject, shadow/enforce and resolve read the same visibility and ownership fragments (no copies)."""
+    blocks = _query_sources()
     for name in ("skill_set_status", "skill_set_enforcement", "trigger_resolve"):
         assert "// include: node_addressable" in blocks[name], name
         assert "// include: node_owned" in blocks[name], name
@@ -121,16 +127,10 @@ def test_writes_addressing_a_node_by_id_share_one_scope_rule() -> None:
 
 def test_every_read_of_a_node_type_includes_its_one_rule_and_projection() -> None:
     """Skills, triggers and facts: each read path splices the type's visibility rule and row, never a copy."""
-    from pathlib import Path
-
-    queries = Path(__file__).resolve().parents[2] / "cypher" / "queries"
-    blocks = {}
-    for path in queries.glob("*.cypher"):
-        for block in path.read_text(encoding="utf-8").split("// name: ")[1:]:
-            blocks[block.split("\n", 1)[0].strip()] = block
+    blocks = _query_sources()
     fragments = {"turn_triggers": ("trigger_visible", "trigger_row"), "triggers_pending": ("trigger_visible",
                  "trigger_row"), "facts_visible": ("fact_visible", "fact_row")}
-    turn_triggers = (queries / "turn.cypher").read_text(encoding="utf-8").split("// fragment: turn_triggers")[1]
+    turn_triggers = (_QUERIES / "turn.cypher").read_text(encoding="utf-8").split("// fragment: turn_triggers")[1]
     blocks["turn_triggers"] = turn_triggers.split("// name: ")[0]
     for name, wanted in fragments.items():
         for fragment in wanted:
