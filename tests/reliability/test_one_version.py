@@ -33,6 +33,9 @@ def _skill(identifier: str, label: str) -> dict[str, object]:
 
 
 async def test_turns_racing_publishes_and_live_reseeds_see_one_version(store: GraphMemoryStore, tenant: str) -> None:
+    # Eight writers queue on one tenant's catalog lock: on a loaded 2-core machine a publish may wait longer
+    # than the default 10 s. What is measured here is which versions readers see, not how long writers wait.
+    store = GraphMemoryStore(store.driver, database=store.database, query_timeout=60.0)
     scope = MemoryScope(tenant)
     skills = ProceduralLayer(store)
     ids = [f"x{i}" for i in range(IDENTIFIERS)]
