@@ -46,8 +46,16 @@ async def test_the_legacy_full_text_index_is_dropped_and_recall_keeps_its_own(st
 
 
 async def test_schema_statements_race_safely(store: GraphMemoryStore) -> None:
-    """Concurrent runs of every schema statement all succeed."""
+    """Concurrent runs of every schema statement all succeed.
+
+    A constraint or index a later migration drops is left out: creating it again
+    would judge today's data by a rule the schema no longer has (0001's global
+    ids refuse the per-tenant ids that 0006 allows).
+    """
     statements = [q for _, _, qs in _migrations() for q in qs]
+    dropped = {m[1] for q in statements if (m := re.match(r"DROP (?:CONSTRAINT|INDEX) (\w+)", q.text))}
+    statements = [q for q in statements
+                  if not (m := re.match(r"CREATE (?:\w+ )?(?:CONSTRAINT|INDEX) (\w+)", q.text)) or m[1] not in dropped]
 
     async def run_all() -> None:
         for q in statements:
