@@ -40,6 +40,7 @@ import neo4j
 
 from symfonic_graph import GraphMemoryStore, MemoryScope
 from symfonic_graph._cypher import query
+from symfonic_graph._limits import MAX_SKILLS_PER_SCOPE
 from symfonic_graph.gate import explain_tool_call, gate_decisions
 from symfonic_graph.layers.procedural import ProceduralLayer, SkillSpec, _skill_row
 from symfonic_graph.layers.prospective import trigger_row
@@ -120,15 +121,16 @@ async def bulk_seed(env: Env, n: int, batch: int, writers: int) -> tuple[float, 
     """Seed ``n`` skills with ``seed_skills`` in ``batch``-sized calls; return (seconds, preconditions).
 
     ``writers`` tenants are written concurrently (one task each, n / writers
-    skills per tenant): writes to different tenants take no common lock, so
-    their transactions overlap on the server.
+    skills per tenant, in namespaces of at most ``MAX_SKILLS_PER_SCOPE``):
+    writes to different tenants take no common lock, so their transactions
+    overlap on the server.
     """
     layer, per = ProceduralLayer(env.store), n // writers
     specs = [s.model_copy(update={"identifier": f"bulk-{i}"}) for i, s in enumerate(skill_specs(random.Random(1), per))]
 
     async def writer(w: int) -> None:
-        scope = MemoryScope(f"{env.prefix}-bulk{writers}-{w}")
-        for i in range(0, per, batch):
+        for i in range(0, per, batch):  # a namespace per MAX_SKILLS_PER_SCOPE skills: the cap of one scope
+            scope = MemoryScope(f"{env.prefix}-bulk{writers}-{w}", f"ns-{i // MAX_SKILLS_PER_SCOPE}")
             await layer.seed_skills(scope, specs[i:i + batch])
 
     started = time.perf_counter()
