@@ -122,7 +122,10 @@ def skill_id(skill: object) -> str | None:
 
 
 def _describe(skill: object) -> str:
-    label, ident = skill_label(skill), skill_id(skill)
+    return _named(skill_label(skill), skill_id(skill))
+
+
+def _named(label: str | None, ident: str | None) -> str:
     if label and ident:
         return f"{label!r} (id={ident})"
     if label:
@@ -338,7 +341,7 @@ class DroppedSkill:
     """Why the state filter dropped a skill: the first predicate that failed.
 
     Attributes:
-        skill: the dropped skill object (excluded from equality).
+        given: the dropped skill object as given (None when a compiled rule decided: see ``skill``).
         label: its label, if any.
         skill_id: its id, if any.
         index: position of the failing predicate among the skill's predicates.
@@ -352,7 +355,7 @@ class DroppedSkill:
         'Deploy'
     """
 
-    skill: object = field(compare=False, repr=False)
+    given: object = field(compare=False, repr=False)
     label: str | None
     skill_id: str | None
     index: int
@@ -360,10 +363,15 @@ class DroppedSkill:
     reason: str
     rule: object = field(default=None, compare=False, repr=False)
 
+    @property
+    def skill(self) -> object:
+        """The dropped skill (a compiled rule's is rebuilt only when asked for)."""
+        return self.given if self.rule is None else getattr(self.rule, "skill", None)
+
     def describe(self) -> str:
         """One line naming the skill and the failing predicate."""
         return (
-            f"skill {_describe(self.skill)} dropped: state predicate #{self.index} "
+            f"skill {_named(self.label, self.skill_id)} dropped: state predicate #{self.index} "
             f"{self.predicate!r} does not hold ({self.reason})"
         )
 
@@ -415,6 +423,8 @@ def partition_skills_by_state(skills: Iterable[Any] | None, state: object) -> St
 
 def log_dropped(dropped: Iterable[DroppedSkill]) -> None:
     """Log one DEBUG line per dropped skill."""
+    if not log.isEnabledFor(logging.DEBUG):
+        return
     for drop in dropped:
         log.debug("%s", drop.describe())
 

@@ -143,7 +143,7 @@ class Rule:
         if failing is None:
             return None
         index, reason = failing
-        return DroppedSkill(self.skill, self.label, self.skill_id, index, self.predicates[index], reason, rule=self)
+        return DroppedSkill(None, self.label, self.skill_id, index, self.predicates[index], reason, rule=self)
 
     def applies(self, state: object) -> bool:
         """True when every state predicate holds in ``state`` (``failure`` without building its report)."""
