@@ -96,6 +96,7 @@ class _Catalog:
     fingerprint: bytes | None = None  # of the scope's own rows (None: nothing of its own to reuse)
     read_at: float = -math.inf  # when its skills were shipped (kept by invalidate; an outage's grace counts from it)
     own: tuple[tuple[int, Rule], ...] = ()  # the scope's own rules, each after that many tenant-wide ones
+    tenant: RuleSet | None = None  # the tenant's shared rules ``skills`` was merged from (None: it is them)
 
 
 class _TenantRules(RuleSet):
@@ -290,14 +291,18 @@ class TurnMemory:
                 torn = torn or torn_row
                 kept.extend((place, rule) for rule in RuleSet(keep_owned(scope, skills, "skill"), pack=True).rules)
             own = tuple(kept)
-        merged: list[Rule] = []
-        done = 0
-        for place, rule in own:
-            merged.extend(tenant.rules[done:place])
-            merged.append(rule)
-            done = place
-        merged.extend(tenant.rules[done:])
-        return _Catalog(version, now, RuleSet.of_rules(merged), None if torn else digest, now, own), torn
+        if cached is not None and own is cached.own and tenant is cached.tenant:
+            rules = cached.skills  # both parts as before: keep the merged rules (and their pre-flight blocks)
+        else:
+            merged: list[Rule] = []
+            done = 0
+            for place, rule in own:
+                merged.extend(tenant.rules[done:place])
+                merged.append(rule)
+                done = place
+            merged.extend(tenant.rules[done:])
+            rules = RuleSet.of_rules(merged)
+        return _Catalog(version, now, rules, None if torn else digest, now, own, tenant), torn
 
     def _tenant_rules(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[_TenantRules, bool]:
         """The tenant-wide rules of ``rows``: the shared ones when identical rows were compiled, else compiled now."""

@@ -215,6 +215,8 @@ async def test_end_users_of_a_tenant_share_its_compiled_rules_and_keep_their_own
     listed = await ProceduralLayer(store).query_skills(mine)
     assert [s.label for s in listed] == [s.label for s in own.skills]
     assert list(own.skills) == listed, "a packed skill is rebuilt equal to the one every read path returns"
+    memory.invalidate(mine)  # as if max_age had passed: identical rows keep the merged rules themselves
+    assert (await memory.begin(mine)).skills is own.skills
 
     # The gate enforces the merged rules: the end user's own rule blocks, the tenant's too.
     for tool_pre, label in (("auth_mine", "Mine"), ("auth_a", "First")):
