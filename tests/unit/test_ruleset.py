@@ -74,3 +74,29 @@ def test_rules_of_keeps_a_ruleset_and_compiles_anything_else() -> None:
     rules = RuleSet([])
     assert rules_of(rules) is rules
     assert isinstance(rules_of(None), RuleSet) and rules_of([]) == ()
+
+
+@settings(max_examples=150, deadline=None)
+@given(skills, st.sampled_from([None, "enforce", "shadow"]))
+def test_a_typed_skill_compiles_to_the_rule_its_metadata_view_compiles_to(raw: list[Any], enforcement: Any) -> None:
+    """The typed fast path (a read ``Skill``) and the duck-typed path agree field for field, packed or not."""
+    from symfonic_graph.models import Skill
+    from symfonic_graph.records import precondition_from_item
+
+    for s in raw:
+        meta = s.metadata
+        pre = meta["precondition"]
+        entries = [] if pre is None else [pre] if isinstance(pre, str) else pre
+        typed = Skill(id=s.id, tenant_id="acme", namespace=None, label=meta["label"] or "", identifier=None,
+                      steps=tuple(meta["steps"]), action_tool=meta["action_tool"], context="", status="approved",
+                      active=True, source=None, created_at=None, enforcement=enforcement,
+                      preconditions=tuple(e for e in map(precondition_from_item, entries) if e is not None))
+        view = SimpleNamespace(id=typed.id, metadata=typed.metadata)
+        [generic] = RuleSet([view]).rules
+        for pack in (False, True):
+            [fast] = RuleSet([typed], pack=pack).rules
+            assert (fast.action_tool, fast.required, fast.predicates, fast.label, fast.skill_id,
+                    fast.requirements, fast.shadow) == (
+                generic.action_tool, generic.required, generic.predicates, generic.label, generic.skill_id,
+                generic.requirements, generic.shadow)
+            assert fast.skill == typed
