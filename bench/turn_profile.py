@@ -32,10 +32,10 @@ import neo4j
 from bench.recall_bench import p50_ms, timed
 from bench.turn_bench import skill_specs, table
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, TurnMemory
+from symfonic_graph._catalog import fingerprint
 from symfonic_graph._cypher import query
 from symfonic_graph.models import read_skills
 from symfonic_graph.ruleset import RuleSet
-from symfonic_graph.turn import _fingerprint
 
 BEGIN, END = "<!-- profile:begin -->", "<!-- profile:end -->"
 
@@ -143,7 +143,7 @@ async def measure_client(store: GraphMemoryStore, scope: MemoryScope) -> tuple[d
     return {
         "read_skills: the one read model (pydantic) over the rows": cpu_us(lambda: read_skills(rows)),
         "RuleSet: compile the gate's and pre-flight's rules": cpu_us(lambda: RuleSet(skills)),
-        "digest of the rows (a stale re-read compares it, then skips both above)": cpu_us(lambda: _fingerprint(rows)),
+        "digest of the rows (a stale re-read compares it, then skips both above)": cpu_us(lambda: fingerprint(rows)),
     }, len(rows)
 
 

@@ -123,12 +123,12 @@ def scope_in_context(context: object) -> MemoryScope | None:
         >>> scope_in_context({"user_id": "u-1"}) is None
         True
     """
-    inner = _member(context, SCOPE_KEY)
-    if inner is not _ABSENT:
-        return scope_of(inner, where=f"runtime context[{SCOPE_KEY!r}]")
-    if isinstance(context, MemoryScope) or _member(context, "tenant_id") is not _ABSENT:
-        return scope_of(context, where="runtime context")
-    return None
+    value, where = _member(context, SCOPE_KEY), f"runtime context[{SCOPE_KEY!r}]"
+    if value is _ABSENT:
+        if not isinstance(context, MemoryScope) and _member(context, "tenant_id") is _ABSENT:
+            return None
+        value, where = context, "runtime context"
+    return scope_of(value, where=where)
 
 
 def _history_before(messages: Sequence[Any], call_id: str | None) -> Sequence[Any]:

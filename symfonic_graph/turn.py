@@ -15,8 +15,6 @@ questions of the turn without another query:
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import logging
 import math
 import time
@@ -24,17 +22,15 @@ from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from weakref import WeakValueDictionary
 
 from symfonic_graph import telemetry
+from symfonic_graph._catalog import Catalog, Compiler
 from symfonic_graph._coalesce import Coalescer
-from symfonic_graph._intern import shared
-from symfonic_graph._isolation import keep_owned
 from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
-from symfonic_graph.models import Skill, read_skills, trigger_from_row
+from symfonic_graph.models import Skill
 from symfonic_graph.preflight import preflight_block
-from symfonic_graph.ruleset import Rule, RuleSet
+from symfonic_graph.ruleset import RuleSet
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, positive_count
 from symfonic_graph.triggers import PendingTrigger
@@ -86,45 +82,6 @@ class TurnSnapshot:
             log.error("turn snapshot of %s asked for triggers of %s; returning none", self.scope, scope)
             return []
         return list(self.triggers)
-
-
-@dataclass(slots=True)
-class _Catalog:
-    version: int | None
-    fetched_at: float  # -inf once invalidated
-    skills: RuleSet  # the tenant's shared rules, merged with the scope's own when it has any
-    fingerprint: bytes | None = None  # of the scope's own rows (None: nothing of its own to reuse)
-    read_at: float = -math.inf  # when its skills were shipped (kept by invalidate; an outage's grace counts from it)
-    own: tuple[tuple[int, Rule], ...] = ()  # the scope's own rules, each after that many tenant-wide ones
-    tenant: RuleSet | None = None  # the tenant's shared rules ``skills`` was merged from (None: it is them)
-
-
-class _TenantRules(RuleSet):
-    """A tenant's tenant-wide skills, compiled once and shared by every cached scope of the tenant."""
-
-    __slots__ = ("digest",)
-    digest: bytes
-
-
-_EMPTY = RuleSet()
-
-
-_JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
-
-
-def _fingerprint(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
-    """A digest of skill rows exactly as read, or None when a value is not plain JSON.
-
-    JSON keeps ``1``, ``1.0`` and ``true`` apart (``==`` does not), so equal
-    digests mean the same properties with the same types: the compiled
-    catalog of the last read can be reused. A temporal or spatial value (seeded
-    by hand) gives None, and such a catalog is read afresh every time.
-    """
-    try:
-        text = _JSON.encode(rows)
-    except (TypeError, ValueError):
-        return None
-    return hashlib.blake2b(text.encode("ascii"), digest_size=16).digest()
 
 
 class TurnMemory:
@@ -207,10 +164,9 @@ class TurnMemory:
         self.scope_from = scope_from or scope_from_turn()
         self.include_negative = include_negative
         self.max_scopes = max_scopes
-        self._catalogs: OrderedDict[MemoryScope, _Catalog] = OrderedDict()
+        self._catalogs: OrderedDict[MemoryScope, Catalog] = OrderedDict()
         self._snapshots: OrderedDict[MemoryScope, TurnSnapshot] = OrderedDict()
-        self._tenants: WeakValueDictionary[str, _TenantRules] = WeakValueDictionary()
-        self._triggers: WeakValueDictionary[str, PendingTrigger] = WeakValueDictionary()
+        self._compiler = Compiler()
 
     @telemetry.traced_turn
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
@@ -245,7 +201,7 @@ class TurnMemory:
                 return self._last_rules(scope, last, now, exc)
             if not row["skills_fresh"] and cached is not None:
                 break
-            cached, torn = self._compiled(scope, row["version"], row["skills"], cached, now)
+            cached, torn = self._compiler.catalog(scope, row["version"], row["skills"], cached, now)
             if not torn:
                 break
             known = None  # caught a re-seed half applied: read again
@@ -255,81 +211,13 @@ class TurnMemory:
         telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
         _remember(self._catalogs, scope, cached, self.max_scopes)
-        snapshot = TurnSnapshot(scope, row["version"], cached.skills, self._pending(scope, row["triggers"]), now,
-                                self.include_negative)
+        triggers = self._compiler.pending(scope, row["triggers"])
+        snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
 
-    def _compiled(
-        self, scope: MemoryScope, version: int | None, rows: Sequence[Mapping[str, Any]],
-        cached: _Catalog | None, now: float,
-    ) -> tuple[_Catalog, bool]:
-        """The catalog of ``rows`` and whether a row was torn.
-
-        The tenant-wide rows compile into the tenant's shared rules (reused
-        while their rows are identical, whichever scope read them); the
-        scope's own rows compile on their own and are merged in catalog order.
-        """
-        tenant_rows: list[Mapping[str, Any]] = []
-        own_rows: list[tuple[int, Mapping[str, Any]]] = []
-        for row in rows:
-            props = row.get("skill")
-            if isinstance(props, Mapping) and props.get("namespace") is not None:
-                own_rows.append((len(tenant_rows), row))
-            else:
-                tenant_rows.append(row)
-        tenant, torn = self._tenant_rules(scope, tenant_rows)
-        if not own_rows:
-            return _Catalog(version, now, tenant, None, now), torn
-        digest = _fingerprint([row for _, row in own_rows])
-        if digest is not None and cached is not None and digest == cached.fingerprint and cached.own:
-            own = cached.own
-        else:
-            kept: list[tuple[int, Rule]] = []
-            for place, row in own_rows:
-                skills, torn_row = read_skills([row])
-                torn = torn or torn_row
-                kept.extend((place, rule) for rule in RuleSet(keep_owned(scope, skills, "skill"), pack=True).rules)
-            own = tuple(kept)
-        if cached is not None and own is cached.own and tenant is cached.tenant:
-            rules = cached.skills  # both parts as before: keep the merged rules (and their pre-flight blocks)
-        else:
-            merged: list[Rule] = []
-            done = 0
-            for place, rule in own:
-                merged.extend(tenant.rules[done:place])
-                merged.append(rule)
-                done = place
-            merged.extend(tenant.rules[done:])
-            rules = RuleSet.of_rules(merged)
-        return _Catalog(version, now, rules, None if torn else digest, now, own, tenant), torn
-
-    def _tenant_rules(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[_TenantRules, bool]:
-        """The tenant-wide rules of ``rows``: the shared ones when identical rows were compiled, else compiled now."""
-        digest = _fingerprint(rows)
-        held = self._tenants.get(scope.tenant_id)
-        if held is not None and digest is not None and held.digest == digest:
-            return held, False
-        skills, torn = read_skills(rows)
-        rules = _TenantRules(keep_owned(scope, skills, "skill"), pack=True)
-        rules.digest = b"" if digest is None or torn else digest  # b"": never matched, never shared
-        if rules.digest:
-            self._tenants[scope.tenant_id] = rules
-        return rules, torn
-
-    def _pending(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
-        """The scope's pending triggers; one object per trigger, shared by the scopes that see it."""
-        out = []
-        for trigger in keep_owned(scope, (t for t in map(trigger_from_row, rows) if t), "trigger"):
-            held = self._triggers.get(trigger.id)
-            if held is None or held.condition != trigger.condition or held.task != trigger.task:
-                held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task))
-                self._triggers[trigger.id] = held
-            out.append(held)
-        return tuple(out)
-
     def _last_rules(
-        self, scope: MemoryScope, last: _Catalog | None, now: float, exc: StoreUnavailableError
+        self, scope: MemoryScope, last: Catalog | None, now: float, exc: StoreUnavailableError
     ) -> TurnSnapshot:
         """The snapshot an outage leaves: the scope's last catalog while it is recent enough, else ``exc``."""
         read_at = last.read_at if last is not None else -math.inf

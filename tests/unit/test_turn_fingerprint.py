@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from symfonic_graph.turn import _fingerprint
+from symfonic_graph._catalog import fingerprint
 
 ROW = {"skill": {"id": "s1", "tenant_id": "acme", "status": "approved", "active": True},
        "preconditions": [{"kind": "state", "path": "n", "op": "eq", "value": 1, "position": 0}], "foreign": 0}
@@ -15,23 +15,23 @@ def _with(value: object) -> list[dict[str, object]]:
 
 
 def test_equal_rows_give_equal_digests_and_any_change_another() -> None:
-    assert _fingerprint([ROW]) == _fingerprint([dict(ROW)]) is not None
-    assert _fingerprint([ROW]) != _fingerprint([ROW, ROW])
-    assert _fingerprint(_with("1")) != _fingerprint(_with(1))
-    assert _fingerprint(_with([1, 2])) != _fingerprint(_with([2, 1]))
+    assert fingerprint([ROW]) == fingerprint([dict(ROW)]) is not None
+    assert fingerprint([ROW]) != fingerprint([ROW, ROW])
+    assert fingerprint(_with("1")) != fingerprint(_with(1))
+    assert fingerprint(_with([1, 2])) != fingerprint(_with([2, 1]))
 
 
 def test_values_python_calls_equal_but_the_read_model_tells_apart_give_different_digests() -> None:
-    digests = {_fingerprint(_with(v)) for v in (1, 1.0, True)}
+    digests = {fingerprint(_with(v)) for v in (1, 1.0, True)}
     assert len(digests) == 3
-    assert _fingerprint(_with([0])) != _fingerprint(_with([False]))
+    assert fingerprint(_with([0])) != fingerprint(_with([False]))
 
 
 def test_a_value_that_is_not_plain_json_is_never_reused() -> None:
-    assert _fingerprint(_with(datetime.date(2026, 1, 1))) is None
-    assert _fingerprint(_with(object())) is None
+    assert fingerprint(_with(datetime.date(2026, 1, 1))) is None
+    assert fingerprint(_with(object())) is None
 
 
 def test_text_outside_ascii_and_lone_surrogates_are_digested() -> None:
-    assert _fingerprint(_with("é")) != _fingerprint(_with("e\u0301"))
-    assert _fingerprint(_with("\ud800")) is not None
+    assert fingerprint(_with("é")) != fingerprint(_with("e\u0301"))
+    assert fingerprint(_with("\ud800")) is not None

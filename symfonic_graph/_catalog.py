@@ -1,0 +1,149 @@
+"""The cold half of a turn: catalog rows in, compiled rules and pending reminders out.
+
+``TurnMemory`` calls a :class:`Compiler` only when a read shipped rows (a
+moved catalog, a stale cache). The compiler shares what scopes have in common:
+
+- a tenant's tenant-wide skills compile once into one ``TenantRules``, reused
+  by every cached scope of the tenant while their rows are identical;
+- a namespaced scope compiles only its own rows and merges them in catalog order;
+- a pending reminder is one ``PendingTrigger`` however many scopes see it.
+
+Example:
+    >>> compiler = Compiler()
+    >>> catalog, torn = compiler.catalog(MemoryScope("acme"), 3, rows, None, now=0.0)
+    >>> reminders = compiler.pending(MemoryScope("acme"), trigger_rows)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from weakref import WeakValueDictionary
+
+from symfonic_graph._intern import shared
+from symfonic_graph._isolation import keep_owned
+from symfonic_graph.models import read_skills, trigger_from_row
+from symfonic_graph.ruleset import Rule, RuleSet
+from symfonic_graph.scope import MemoryScope
+from symfonic_graph.triggers import PendingTrigger
+
+
+@dataclass(slots=True)
+class Catalog:
+    """One scope's compiled catalog, as cached by ``TurnMemory``."""
+
+    version: int | None
+    fetched_at: float  # -inf once invalidated
+    skills: RuleSet  # the tenant's shared rules, merged with the scope's own when it has any
+    fingerprint: bytes | None = None  # of the scope's own rows (None: nothing of its own to reuse)
+    read_at: float = -math.inf  # when its skills were shipped (kept by invalidate; an outage's grace counts from it)
+    own: tuple[tuple[int, Rule], ...] = ()  # the scope's own rules, each after that many tenant-wide ones
+    tenant: RuleSet | None = None  # the tenant's shared rules ``skills`` was merged from (None: it is them)
+
+
+class TenantRules(RuleSet):
+    """A tenant's tenant-wide skills, compiled once and shared by every cached scope of the tenant."""
+
+    __slots__ = ("digest",)
+    digest: bytes
+
+
+_JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
+
+
+def fingerprint(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
+    """A digest of skill rows exactly as read, or None when a value is not plain JSON.
+
+    JSON keeps ``1``, ``1.0`` and ``true`` apart (``==`` does not), so equal
+    digests mean the same properties with the same types: the compiled
+    catalog of the last read can be reused. A temporal or spatial value (seeded
+    by hand) gives None, and such a catalog is read afresh every time.
+    """
+    try:
+        text = _JSON.encode(rows)
+    except (TypeError, ValueError):
+        return None
+    return hashlib.blake2b(text.encode("ascii"), digest_size=16).digest()
+
+
+class Compiler:
+    """Compiles the rows a turn read, sharing tenant-wide rules and reminders across scopes."""
+
+    __slots__ = ("_tenants", "_triggers")
+
+    def __init__(self) -> None:
+        self._tenants: WeakValueDictionary[str, TenantRules] = WeakValueDictionary()
+        self._triggers: WeakValueDictionary[str, PendingTrigger] = WeakValueDictionary()
+
+    def catalog(
+        self, scope: MemoryScope, version: int | None, rows: Sequence[Mapping[str, Any]],
+        cached: Catalog | None, now: float,
+    ) -> tuple[Catalog, bool]:
+        """The catalog of ``rows`` and whether a row was torn (a re-seed caught half applied).
+
+        The tenant-wide rows compile into the tenant's shared rules; the
+        scope's own rows compile on their own and are merged in catalog
+        order. ``cached`` (the scope's last catalog) lends its parts when
+        their rows did not change.
+        """
+        tenant_rows: list[Mapping[str, Any]] = []
+        own_rows: list[tuple[int, Mapping[str, Any]]] = []
+        for row in rows:
+            props = row.get("skill")
+            if isinstance(props, Mapping) and props.get("namespace") is not None:
+                own_rows.append((len(tenant_rows), row))
+            else:
+                tenant_rows.append(row)
+        tenant, torn = self._tenant_rules(scope, tenant_rows)
+        if not own_rows:
+            return Catalog(version, now, tenant, None, now), torn
+        digest = fingerprint([row for _, row in own_rows])
+        if digest is not None and cached is not None and digest == cached.fingerprint and cached.own:
+            own = cached.own
+        else:
+            kept: list[tuple[int, Rule]] = []
+            for place, row in own_rows:
+                skills, torn_row = read_skills([row])
+                torn = torn or torn_row
+                kept.extend((place, rule) for rule in RuleSet(keep_owned(scope, skills, "skill"), pack=True).rules)
+            own = tuple(kept)
+        if cached is not None and own is cached.own and tenant is cached.tenant:
+            rules = cached.skills  # both parts as before: keep the merged rules (and their pre-flight blocks)
+        else:
+            merged: list[Rule] = []
+            done = 0
+            for place, rule in own:
+                merged.extend(tenant.rules[done:place])
+                merged.append(rule)
+                done = place
+            merged.extend(tenant.rules[done:])
+            rules = RuleSet.of_rules(merged)
+        return Catalog(version, now, rules, None if torn else digest, now, own, tenant), torn
+
+    def _tenant_rules(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[TenantRules, bool]:
+        """The tenant-wide rules of ``rows``: the shared ones when identical rows were compiled, else compiled now."""
+        digest = fingerprint(rows)
+        held = self._tenants.get(scope.tenant_id)
+        if held is not None and digest is not None and held.digest == digest:
+            return held, False
+        skills, torn = read_skills(rows)
+        rules = TenantRules(keep_owned(scope, skills, "skill"), pack=True)
+        rules.digest = b"" if digest is None or torn else digest  # b"": never matched, never shared
+        if rules.digest:
+            self._tenants[scope.tenant_id] = rules
+        return rules, torn
+
+    def pending(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
+        """The scope's pending triggers; one object per trigger, shared by the scopes that see it."""
+        out = []
+        for trigger in keep_owned(scope, (t for t in map(trigger_from_row, rows) if t), "trigger"):
+            held = self._triggers.get(trigger.id)
+            if held is None or held.condition != trigger.condition or held.task != trigger.task:
+                held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task))
+                self._triggers[trigger.id] = held
+            out.append(held)
+        return tuple(out)
