@@ -48,6 +48,7 @@ _RESERVED_PORTS = frozenset({7687, 7688})
 TERMINATE_GRACE = 10.0
 _HERE = Path(__file__).parent
 _READY = re.compile(r"^READY (\S+)$", re.MULTILINE)
+_EXEC_GRACE = 1.0  # seconds an empty /proc/<pid>/cmdline is read again (a process still in exec)
 
 
 @dataclass(frozen=True)
@@ -146,11 +147,23 @@ class LocalNeo4j:
         return state if isinstance(state.pid, int) and state.pid > 0 else None
 
     def _is_ours(self, pid: int) -> bool:
-        """Whether ``pid`` runs our Launcher on this home: ``... Launcher <home>/neo4j <host> <port>``."""
-        try:
-            argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            return False
+        """Whether ``pid`` runs our Launcher on this home: ``... Launcher <home>/neo4j <host> <port>``.
+
+        A process still inside ``exec`` shows an empty command line for a
+        moment (the kernel sets it after the point where ``Popen`` returns):
+        that is read again for up to ``_EXEC_GRACE`` seconds, unless the
+        process is a zombie.
+        """
+        deadline = time.monotonic() + _EXEC_GRACE
+        while True:
+            try:
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+                if raw or _zombie(pid) or time.monotonic() >= deadline:
+                    break
+            except OSError:
+                return False
+            time.sleep(0.01)
+        argv = raw.split(b"\0")
         data = os.fsencode(self.home / "neo4j")
         return any(arg == b"Launcher" and argv[i + 1 : i + 2] == [data] for i, arg in enumerate(argv))
 
@@ -408,6 +421,14 @@ def _write_private(path: Path, text: str) -> None:
             os.close(fd)
         tmp.unlink(missing_ok=True)
         raise
+
+
+def _zombie(pid: int) -> bool:
+    """Whether ``pid`` has exited and waits to be reaped (its command line stays empty)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
 
 
 def _end(proc: subprocess.Popen[bytes]) -> None:

@@ -401,9 +401,10 @@ def test_a_start_after_a_killed_start_waits_for_its_server(tmp_path: Path, fake_
         m.setattr(_local, "_end", lambda proc: None)
         with pytest.raises(_Killed):
             server.start(port=port)
-    orphan = server.recorded()
-    assert orphan is not None
+    left = json.loads(server.state_file.read_text())["pid"]
     try:
+        orphan = server.recorded()
+        assert orphan is not None and orphan.pid == left
         if becomes_ready:
             state = LocalNeo4j(home=server.home).start(port=port, timeout=20)
             assert (state.pid, state.ready, state.version) == (orphan.pid, True, "5.26-fake")
@@ -412,7 +413,22 @@ def test_a_start_after_a_killed_start_waits_for_its_server(tmp_path: Path, fake_
             with pytest.raises(LocalServerError, match=f"pid {orphan.pid} was left by an interrupted start"):
                 LocalNeo4j(home=server.home).start(port=port, timeout=1)
     finally:
-        assert LocalNeo4j(home=server.home).stop(timeout=5) is True
+        stopped = LocalNeo4j(home=server.home).stop(timeout=5)
+        if _alive(left):  # never leave the fake behind, whatever failed above
+            os.kill(left, signal.SIGKILL)
+    assert stopped is True
+
+
+def test_a_process_still_in_exec_is_recognised(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right after ``Popen`` returns, ``/proc/<pid>/cmdline`` can still be empty for a moment."""
+    server = LocalNeo4j(home=tmp_path / "home", cache=tmp_path / "cache")
+    argv = b"\0".join([b"java", b"-cp", b"x", b"Launcher", os.fsencode(server.home / "neo4j"), b"h", b"1"])
+    reads = iter([b"", b"", argv])
+    monkeypatch.setattr(Path, "read_bytes", lambda self: next(reads))
+    assert server._is_ours(os.getpid()) is True
+    reads = iter([b""] * 1000)
+    monkeypatch.setattr(_local, "_EXEC_GRACE", 0.05)
+    assert server._is_ours(os.getpid()) is False  # a kernel thread, or an exec that never finishes
 
 
 class _Killed(BaseException):
