@@ -155,16 +155,16 @@ async def test_a_stale_read_of_identical_skills_reuses_the_compiled_rules(
     store: GraphMemoryStore, scope: MemoryScope, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await _seed(store, scope)
-    from symfonic_graph import turn
+    from symfonic_graph import _catalog
 
     decoded: list[int] = []
-    real = turn.read_skills
+    real = _catalog.read_skills
 
     def counting(rows: Any) -> Any:
         decoded.append(len(rows))
         return real(rows)
 
-    monkeypatch.setattr(turn, "read_skills", counting)
+    monkeypatch.setattr(_catalog, "read_skills", counting)
     memory = TurnMemory(store)
     await memory.begin(scope)
     memory.invalidate(scope)  # as if max_age had passed: the skills are shipped again...
