@@ -2,7 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+
+
+def _scale() -> int:
+    raw = os.environ.get("SYMFONIC_RELIABILITY_SCALE") or "1"
+    if not raw.isdigit() or int(raw) < 1:
+        raise SystemExit(f"SYMFONIC_RELIABILITY_SCALE must be a whole number >= 1, got {raw!r}")
+    return int(raw)
+
+
+SCALE = _scale()
+"""How many times longer the long model and race tests run (``SYMFONIC_RELIABILITY_SCALE``, default 1).
+
+The default sizes them for every ``./dev test``; a soak run multiplies
+their runs or reads, e.g. ``SYMFONIC_RELIABILITY_SCALE=10 ./dev test -m slow``.
+"""
 
 FIGURES: Counter[str] = Counter()
 """Counters by name, e.g. ``isolation.operations``; reported by ``conftest.pytest_terminal_summary``."""

@@ -69,7 +69,7 @@ from symfonic_graph import (
 from symfonic_graph.errors import AuthorityError
 from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.store import describe_scope
-from tests.reliability._stats import FIGURES
+from tests.reliability._stats import FIGURES, SCALE
 
 pytestmark = pytest.mark.reliability
 
@@ -884,8 +884,8 @@ def test_isolation_state_machine(neo4j_settings: Any, _schema: None) -> None:
         run_state_machine_as_test(
             seed(run_seed)(Machine),
             settings=settings(
-                max_examples=60,
-                stateful_step_count=60,
+                max_examples=40 * SCALE,
+                stateful_step_count=40,
                 deadline=None,
                 database=None,
                 print_blob=True,

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import threading
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -31,7 +30,7 @@ from symfonic_graph import (
     StoreUnavailableError,
     TurnMemory,
 )
-from symfonic_graph.server import LocalNeo4j
+from tests.reliability._private_server import PrivateNeo4j
 from tests.reliability._stats import FIGURES
 
 pytestmark = [pytest.mark.reliability, pytest.mark.neo4j, pytest.mark.anyio]  # starts a Neo4j of its own
@@ -41,12 +40,6 @@ BOUND = 2 * TIMEOUT  # what one call may take against a stalled server (s)
 STALL = 0.8 * TIMEOUT  # a stall each round trip meets in the second test (s)
 SLOW_BOUND = 1.5 * TIMEOUT  # what one call may take there: its deadline, with room for a loaded machine (s)
 SETUP_TIMEOUT = 120.0
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Exception | None, float]:
@@ -70,21 +63,10 @@ def _calls(store: GraphMemoryStore, scope: MemoryScope) -> dict[str, Callable[[]
     }
 
 
-@pytest.fixture(scope="module")
-def private_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """A Neo4j of this module alone (the shared test server is never stopped)."""
-    server = LocalNeo4j(home=tmp_path_factory.mktemp("stall") / "neo4j-home")
-    state = server.start(port=_free_port())
-    try:
-        yield state
-    finally:
-        os.kill(state.pid, signal.SIGCONT)
-        server.stop()
-
-
 @pytest.fixture
-async def warm(private_server: Any) -> AsyncIterator[tuple[Any, neo4j.AsyncDriver, MemoryScope]]:
-    state = private_server
+async def warm(private_neo4j: PrivateNeo4j) -> AsyncIterator[tuple[Any, neo4j.AsyncDriver, MemoryScope]]:
+    private_neo4j.claim_fresh()
+    state = private_neo4j.server.start(port=private_neo4j.port)  # the running one (a restart test may have left it)
     driver = neo4j.AsyncGraphDatabase.driver(state.uri, auth=(state.user, state.password))
     try:
         patient = GraphMemoryStore(driver, query_timeout=SETUP_TIMEOUT)
