@@ -3,7 +3,9 @@
 It stands for the network, not for Neo4j: the driver speaks Bolt to the real
 server through it. ``cut()`` closes the listening socket and every open
 connection, so the next query finds the server gone (refused or reset), as in
-an outage.
+an outage. ``pause()`` holds every byte in both directions until ``resume()``:
+to the driver the server is stalled (a hung JVM, a frozen VM, a network that
+drops packets), its connections open and silent.
 
 Example:
     >>> proxy = await TcpProxy.start("127.0.0.1", 7687)  # doctest: +SKIP
@@ -26,6 +28,8 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task[None]] = set()
+        self._flowing = asyncio.Event()
+        self._flowing.set()
 
     @classmethod
     async def start(cls, host: str, port: int) -> TcpProxy:
@@ -57,13 +61,21 @@ class TcpProxy:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    @staticmethod
-    async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+    async def _pipe(self, source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
         with contextlib.suppress(OSError, asyncio.CancelledError):
             while data := await source.read(65536):
+                await self._flowing.wait()  # paused: held here, delivered on resume
                 sink.write(data)
                 await sink.drain()
         sink.close()
+
+    def pause(self) -> None:
+        """Deliver nothing, either way, until :meth:`resume` (new connections are accepted, and wait too)."""
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        """Deliver what was held, and everything after it."""
+        self._flowing.set()
 
     async def cut(self) -> None:
         """Stop listening and drop every connection: the server is gone for the driver."""

@@ -1,6 +1,6 @@
 """Neo4j stopped and restarted under a mixed load, with the project's own server command.
 
-The test runs the suite's private local Neo4j (its own data folder and port, never the
+The test runs a private local Neo4j (its own data folder and port, never the
 shared one), drives per-turn reads, gate calls and writes against it, stops
 it with ``LocalNeo4j.stop``, keeps the load going through the outage, starts
 it again on the same data, and checks: every acknowledged write survives,
@@ -18,11 +18,13 @@ time; an idle one is held to the same bounds as before.
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, TypeVar
 
@@ -42,7 +44,7 @@ from symfonic_graph import (
     TurnMemory,
     create_precondition_gate_node,
 )
-from tests.reliability._private_server import PrivateNeo4j
+from symfonic_graph.server import LocalNeo4j
 from tests.reliability._stats import FIGURES
 
 pytestmark = [pytest.mark.reliability, pytest.mark.neo4j, pytest.mark.anyio]  # starts a Neo4j of its own
@@ -67,6 +69,12 @@ CALIBRATION_WARMUP, CALIBRATION_TURNS = 2, 10
 TURNS_BEFORE, TURNS_OUTAGE, TURNS_AFTER = 5, 2, 3
 CALLS_PER_TURN = 4  # gate, strict gate, trigger read, trigger write: each bounded by query_timeout
 PAUSE = 0.05  # between two turns of the load
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -194,10 +202,10 @@ async def _two_processes_apply_the_schema(uri: str, user: str, password: str) ->
 
 
 @pytest.mark.slow
-async def test_stop_and_restart_under_load(private_neo4j: PrivateNeo4j) -> None:
-    server, port, first_start = private_neo4j.server, private_neo4j.port, private_neo4j.first_start
-    fresh = private_neo4j.claim_fresh()
-    state = server.start(port=port)  # the running one
+async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
+    server = LocalNeo4j(home=tmp_path / "neo4j-home")
+    port = _free_port()
+    state, first_start = await _timed_thread(lambda: server.start(port=port))
     driver = neo4j.AsyncGraphDatabase.driver(state.uri, auth=(state.user, state.password))
     # Setup and verification are not what is measured: they get a generous ceiling, not a deadline.
     patient = GraphMemoryStore(driver, query_timeout=SETUP_TIMEOUT)
@@ -207,8 +215,7 @@ async def test_stop_and_restart_under_load(private_neo4j: PrivateNeo4j) -> None:
         cold_started = time.monotonic()
         await patient.read("catalog_version", tenant_id=scope.tenant_id)
         cold_query = time.monotonic() - cold_started
-        if fresh:  # the first migration races only on an empty database (a stall test ran first otherwise)
-            await _two_processes_apply_the_schema(state.uri, state.user, state.password)
+        await _two_processes_apply_the_schema(state.uri, state.user, state.password)
         assert await patient.apply_schema() == [], "both processes applied it; nothing is left"
         await ProceduralLayer(patient).seed_authored_skill(
             scope, label="Deliver", steps=["deliver"], source_tag="authored:test", action_tool="deliver",

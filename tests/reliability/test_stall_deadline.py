@@ -1,20 +1,19 @@
 """``query_timeout`` is a deadline for a whole call, retries and cleanup included.
 
-The test runs a private local Neo4j (its own data folder and port, never the
-shared one), stalls it with SIGSTOP (a hung JVM, a frozen VM, a network that
-drops packets) and calls the library: every call must fail with
-``StoreUnavailableError`` well within twice ``query_timeout`` (a correctness
-bound: a stalled server must not hold a turn longer than the timeout it
-chose), and the same store answers again once the server is resumed.
+The driver reaches the test server through a TCP proxy that the test pauses:
+every byte is held both ways, the connections stay open and silent (what a
+hung JVM, a frozen VM or a network that drops packets looks like to the
+driver). Every call must fail with ``StoreUnavailableError`` well within twice
+``query_timeout`` (a correctness bound: a stalled server must not hold a turn
+longer than the timeout it chose), and the same store answers again once the
+proxy resumes. The server itself is never stopped or frozen: other tests'
+connections do not go through the proxy.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import threading
+import asyncio
 import time
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -30,10 +29,10 @@ from symfonic_graph import (
     StoreUnavailableError,
     TurnMemory,
 )
-from tests.reliability._private_server import PrivateNeo4j
+from tests._proxy import TcpProxy
 from tests.reliability._stats import FIGURES
 
-pytestmark = [pytest.mark.reliability, pytest.mark.neo4j, pytest.mark.anyio]  # starts a Neo4j of its own
+pytestmark = [pytest.mark.reliability, pytest.mark.anyio]
 
 TIMEOUT = 2.0  # query_timeout of the store under test (s)
 BOUND = 2 * TIMEOUT  # what one call may take against a stalled server (s)
@@ -64,36 +63,45 @@ def _calls(store: GraphMemoryStore, scope: MemoryScope) -> dict[str, Callable[[]
 
 
 @pytest.fixture
-async def warm(private_neo4j: PrivateNeo4j) -> AsyncIterator[tuple[Any, neo4j.AsyncDriver, MemoryScope]]:
-    private_neo4j.claim_fresh()
-    state = private_neo4j.server.start(port=private_neo4j.port)  # the running one (a restart test may have left it)
-    driver = neo4j.AsyncGraphDatabase.driver(state.uri, auth=(state.user, state.password))
+async def warm(
+    neo4j_settings: Any, tenant: str, forget: list[str],
+) -> AsyncIterator[tuple[TcpProxy, neo4j.AsyncDriver, MemoryScope]]:
+    proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
+    driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
+    scope = MemoryScope(tenant)
     try:
-        patient = GraphMemoryStore(driver, query_timeout=SETUP_TIMEOUT)
-        await patient.apply_schema()
-        scope = MemoryScope(f"stall-{uuid.uuid4().hex}")
+        patient = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=SETUP_TIMEOUT)
         await ProceduralLayer(patient).seed_authored_skill(
             scope, label="Deliver", steps=["deliver"], source_tag="authored:test", action_tool="deliver",
             precondition=["get_status"])
         for _ in range(3):  # warm: every query planned, connections pooled (not what is measured)
             for call in _calls(patient, scope).values():
                 await call()
-        yield state, driver, scope
+        yield proxy, driver, scope
     finally:
+        proxy.resume()
         await driver.close()
+        await proxy.cut()  # then ``forget`` deletes the tenant's nodes
 
 
 async def test_a_stalled_server_costs_a_call_at_most_about_query_timeout(
     warm: tuple[Any, neo4j.AsyncDriver, MemoryScope],
 ) -> None:
-    state, driver, scope = warm
+    proxy, driver, scope = warm
     store = GraphMemoryStore(driver, query_timeout=TIMEOUT)
     calls = _calls(store, scope)
-    os.kill(state.pid, signal.SIGSTOP)
-    try:
-        outcomes = {name: await _timed(call) for name, call in calls.items()}
+    outcomes: dict[str, tuple[Exception | None, float]] = {}
+
+    async def timed(name: str) -> None:
+        outcomes[name] = await _timed(calls[name])
+
+    proxy.pause()
+    try:  # the calls at once: each is timed on its own, and the stall is one for all
+        async with anyio.create_task_group() as tg:
+            for name in calls:
+                tg.start_soon(timed, name)
     finally:
-        os.kill(state.pid, signal.SIGCONT)
+        proxy.resume()
     _record("stall", outcomes)
     late = {name: f"{type(exc).__name__} after {elapsed:.2f}s" for name, (exc, elapsed) in outcomes.items()
             if not isinstance(exc, StoreUnavailableError) or elapsed >= BOUND}
@@ -114,25 +122,24 @@ async def test_a_server_stalling_each_round_trip_costs_a_call_at_most_about_quer
     """Each store round trip meets a stall of 0.8 x query_timeout (it succeeds just in time on its own),
     so a call made of several round trips (publish folds, then writes; a seed writes, then reads back)
     must end at its deadline, not after the sum of its round trips' timeouts."""
-    state, driver, scope = warm
+    proxy, driver, scope = warm
     store = GraphMemoryStore(driver, query_timeout=TIMEOUT)
     bounded = store._bounded
 
     async def stalled(work: Callable[[], Awaitable[Any]], what: str, *, writes: bool = False) -> Any:
-        os.kill(state.pid, signal.SIGSTOP)
-        resume = threading.Timer(STALL, os.kill, (state.pid, signal.SIGCONT))
-        resume.start()
+        proxy.pause()
+        resume = asyncio.get_running_loop().call_later(STALL, proxy.resume)
         try:
             return await bounded(work, what, writes=writes)
-        finally:  # the round trip is over (answered or given up): the server runs again
+        finally:  # the round trip is over (answered or given up): the server answers again
             resume.cancel()
-            os.kill(state.pid, signal.SIGCONT)
+            proxy.resume()
 
     store._bounded = stalled  # type: ignore[method-assign]
     try:
         outcomes = {name: await _timed(call) for name, call in _calls(store, scope).items()}
     finally:
-        os.kill(state.pid, signal.SIGCONT)
+        proxy.resume()
     _record("stall_each_trip", outcomes)
     late = {name: f"{type(exc).__name__ if exc else 'success'} after {elapsed:.2f}s"
             for name, (exc, elapsed) in outcomes.items()
