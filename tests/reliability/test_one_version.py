@@ -18,13 +18,13 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph._cypher import cypher_root, parse_queries
-from tests.reliability._stats import FIGURES
+from tests.reliability._stats import FIGURES, SCALE
 
 pytestmark = [pytest.mark.reliability, pytest.mark.anyio]
 
 IDENTIFIERS = 4
 READERS = 4
-MIN_READS = 5_000
+MIN_READS = 2_500 * SCALE
 
 
 def _skill(identifier: str, label: str) -> dict[str, object]:
