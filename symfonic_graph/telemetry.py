@@ -341,8 +341,6 @@ def _decision_attributes(decision: _Decision) -> dict[str, AttributeValue]:
     attributes = _result_attributes(decision, VERDICT, decision.verdict, _REASONS.get(decision.verdict),
                                     decision.blocking)
     attributes[MATCHED_SKILLS] = len(decision.matched)
-    if decision.blocking is not None:
-        attributes[MISSING_TOOLS] = list(decision.missing)
     return attributes
 
 
