@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.scope import MemoryScope, describe_scope
 
 __all__ = ["MAX_PRECONDITIONS", "MAX_PROPERTY_BYTES", "MAX_SKILLS_PER_SCOPE", "MAX_STEPS", "refuse_over_cap"]
 
@@ -41,14 +41,8 @@ def refuse_over_cap(scope: MemoryScope) -> Callable[[list[dict[str, Any]]], None
     def check(rows: list[dict[str, Any]]) -> None:
         if rows and rows[0]["skills"] > MAX_SKILLS_PER_SCOPE:
             raise ValidationError("skills", (
-                f"{_named(scope)} would own {rows[0]['skills']} skills, over the cap of {MAX_SKILLS_PER_SCOPE} "
+                f"{describe_scope(scope)} would own {rows[0]['skills']} skills, over the cap of {MAX_SKILLS_PER_SCOPE} "
                 "per scope (a catalog must stay small enough to ship every turn); retract unused skills, or "
                 "split them across namespaces. Nothing was written."))
 
     return check
-
-
-def _named(scope: MemoryScope) -> str:
-    from symfonic_graph.store import describe_scope  # the store imports these limits
-
-    return describe_scope(scope)

@@ -57,3 +57,17 @@ class MemoryScope:
     def owns(self, tenant_id: object, namespace: object) -> bool:
         """True iff a node with these properties is visible to this scope."""
         return tenant_id == self.tenant_id and (namespace is None or namespace == self.namespace)
+
+
+def describe_scope(scope: MemoryScope) -> str:
+    """A scope as messages name it.
+
+    Example:
+        >>> describe_scope(MemoryScope("acme"))
+        'tenant acme (tenant-wide)'
+        >>> describe_scope(MemoryScope("acme", "user-7"))
+        'tenant acme, namespace user-7'
+    """
+    if scope.namespace is None:
+        return f"tenant {scope.tenant_id} (tenant-wide)"
+    return f"tenant {scope.tenant_id}, namespace {scope.namespace}"

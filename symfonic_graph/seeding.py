@@ -33,7 +33,7 @@ from symfonic_graph._limits import refuse_over_cap
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.layers.procedural import skill_row
 from symfonic_graph.layers.prospective import trigger_row
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.scope import MemoryScope, describe_scope
 from symfonic_graph.seedfile import SeedFile
 from symfonic_graph.store import (
     STAGE_BATCH,
@@ -41,7 +41,6 @@ from symfonic_graph.store import (
     Row,
     Step,
     check_write_id,
-    describe_scope,
     held_keys,
     new_id,
     positive_count,

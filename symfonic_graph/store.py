@@ -41,7 +41,7 @@ from symfonic_graph.errors import (
     SymfonicGraphError,
     ValidationError,
 )
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.scope import MemoryScope, describe_scope
 
 log = logging.getLogger("symfonic_graph.store")
 
@@ -801,20 +801,6 @@ def positive_count(field: str, value: object, *, most: int = MAX_COUNT) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
         raise ValidationError(field, f"must be a whole number from 1 to {most}, got {value!r}")
     return value
-
-
-def describe_scope(scope: MemoryScope) -> str:
-    """A scope as messages name it.
-
-    Example:
-        >>> describe_scope(MemoryScope("acme"))
-        'tenant acme (tenant-wide)'
-        >>> describe_scope(MemoryScope("acme", "user-7"))
-        'tenant acme, namespace user-7'
-    """
-    if scope.namespace is None:
-        return f"tenant {scope.tenant_id} (tenant-wide)"
-    return f"tenant {scope.tenant_id}, namespace {scope.namespace}"
 
 
 def owned_by(scope: MemoryScope, node_id: str) -> Check:

@@ -17,10 +17,10 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
 from symfonic_graph.models import Skill
 from symfonic_graph.preconditions import action_tool_of
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.scope import MemoryScope, describe_scope
 from symfonic_graph.seedfile import load_seed_file, split_cypher_script
 from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
-from symfonic_graph.store import GraphMemoryStore, describe_scope
+from symfonic_graph.store import GraphMemoryStore
 
 _SEED_TIMEOUT = 290.0  # seconds for each transaction of a seed file (one, or one per batch)
 _ROWS_SHOWN = 100  # rows of a statement's result that `cypher run` prints
@@ -75,7 +75,6 @@ def register(sub: Any) -> None:
         add_scope_flags(p)
         add_json_flag(p)
         p.set_defaults(handler=lambda a, n=name: anyio.run(_staged, a, n))
-
 
 
 def register_skills(skills_actions: Any) -> None:

@@ -68,7 +68,7 @@ from symfonic_graph import (
 )
 from symfonic_graph.errors import AuthorityError
 from symfonic_graph.layers import SemanticLayer
-from symfonic_graph.store import describe_scope
+from symfonic_graph.scope import describe_scope
 from tests.reliability._stats import FIGURES, SCALE
 
 pytestmark = pytest.mark.reliability
