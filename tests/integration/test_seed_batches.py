@@ -36,6 +36,14 @@ def _plan(tmp_path: Path, data: dict[str, Any], write_id: str | None = None) -> 
     return plan_seed(load_seed_file(path), None, write_id=write_id)
 
 
+async def _seed_version(
+    store: GraphMemoryStore, tmp_path: Path, tenant: str, version: str, write_id: str | None = None
+) -> None:
+    """The tenant's ``SKILLS`` skills labelled ``version``, seeded in batches of ``BATCH``."""
+    plan = _plan(tmp_path, {"tenant": tenant, "skills": _skills(version)}, write_id=write_id)
+    await apply_seed(store, plan, batch_size=BATCH)
+
+
 async def _labels(store: GraphMemoryStore, scope: MemoryScope) -> list[str]:
     return [s.label for s in await ProceduralLayer(store).query_skills(scope, top_k=5000)]
 
@@ -103,7 +111,7 @@ async def test_a_failure_in_a_middle_batch_leaves_nothing_and_the_old_version_in
 ) -> None:
     scope, other = MemoryScope(tenant), f"o-{uuid.uuid4().hex}"
     forget.append(other)
-    await apply_seed(store, _plan(tmp_path, {"tenant": tenant, "skills": _skills("v1")}), batch_size=BATCH)
+    await _seed_version(store, tmp_path, tenant, "v1")
     before = await _nodes(store, tenant)
     # Entry 260 (batch 6 of 11) collides with a node of another tenant holding its key: refused in the write.
     key = json.dumps(["skill", tenant, None, "taken"])
@@ -130,7 +138,7 @@ async def test_a_large_reseed_replaces_the_old_version_in_one_flip(
     store: GraphMemoryStore, tenant: str, tmp_path: Path, forget: list[str]
 ) -> None:
     scope = MemoryScope(tenant)
-    await apply_seed(store, _plan(tmp_path, {"tenant": tenant, "skills": _skills("v1")}), batch_size=BATCH)
+    await _seed_version(store, tmp_path, tenant, "v1")
     v2 = _skills("v2")
     plan = _plan(tmp_path, {"tenant": tenant, "skills": v2})
     assert await count_changes(store, plan) == [{"skills": {"created": 0, "updated": SKILLS, "unchanged": 0},
@@ -197,7 +205,7 @@ async def test_a_large_file_under_a_write_id_stays_staged_until_publish(
     store: GraphMemoryStore, tenant: str, tmp_path: Path, forget: list[str]
 ) -> None:
     scope = MemoryScope(tenant)
-    await apply_seed(store, _plan(tmp_path, {"tenant": tenant, "skills": _skills("v1")}), batch_size=BATCH)
+    await _seed_version(store, tmp_path, tenant, "v1")
     plan = _plan(tmp_path, {"tenant": tenant, "skills": _skills("v2")}, write_id="release-2")
     await apply_seed(store, plan, batch_size=BATCH)
     assert {label.split()[0] for label in await _labels(store, scope)} == {"v1"}
@@ -211,9 +219,8 @@ async def test_a_publish_cut_short_before_its_flip_is_discarded_whole(
     store: GraphMemoryStore, tenant: str, tmp_path: Path, forget: list[str]
 ) -> None:
     scope = MemoryScope(tenant)
-    await apply_seed(store, _plan(tmp_path, {"tenant": tenant, "skills": _skills("v1")}), batch_size=BATCH)
-    await apply_seed(store, _plan(tmp_path, {"tenant": tenant, "skills": _skills("v2")}, write_id="w"),
-                     batch_size=BATCH)
+    await _seed_version(store, tmp_path, tenant, "v1")
+    await _seed_version(store, tmp_path, tenant, "v2", write_id="w")
     # Two batches of a publish's preparation commit, then the publish dies before its flip.
     for _ in range(2):
         await store.write([("write_prepare_batch", {**scope.params(), "write_id": "w", "limit": BATCH})])
@@ -223,7 +230,7 @@ async def test_a_publish_cut_short_before_its_flip_is_discarded_whole(
     assert await _nodes(store, tenant) == {"skills": SKILLS, "preconditions": SKILLS, "triggers": 0,
                                            "unlisted": 0, "replaced": 0}
     # The live v1 skills hold their keys again: a re-seed replaces them, never duplicates them.
-    await apply_seed(store, _plan(tmp_path, {"tenant": tenant, "skills": _skills("v3")}), batch_size=BATCH)
+    await _seed_version(store, tmp_path, tenant, "v3")
     assert await _labels(store, scope) == [f"v3 skill {n}" for n in range(SKILLS)]
 
 
