@@ -10,12 +10,16 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Map;
 
+import org.neo4j.configuration.Config;
+import org.neo4j.configuration.GraphDatabaseInternalSettings;
 import org.neo4j.configuration.GraphDatabaseSettings;
 import org.neo4j.configuration.connectors.BoltConnector;
 import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
+import org.neo4j.graphdb.config.Setting;
+import org.neo4j.kernel.internal.GraphDatabaseAPI;
 import org.neo4j.graphdb.QueryExecutionException;
 import org.neo4j.io.ByteUnit;
 
@@ -42,7 +46,9 @@ public final class Launcher {
         String host = args[1];
         int port = Integer.parseInt(args[2]);
 
-        DatabaseManagementService dbms = new DatabaseManagementServiceBuilder(home)
+        DatabaseManagementServiceBuilder builder = new DatabaseManagementServiceBuilder(home);
+        Setting<Object> quiet = withoutBoltQuietPeriod(builder);
+        DatabaseManagementService dbms = builder
                 .setConfig(BoltConnector.enabled, true)
                 .setConfig(BoltConnector.listen_address, new SocketAddress(host, port))
                 .setConfig(BoltConnector.advertised_address, new SocketAddress(host, port))
@@ -70,8 +76,32 @@ public final class Launcher {
                 "CALL dbms.components() YIELD versions RETURN versions[0] AS v",
                 Map.of(),
                 result -> (String) result.next().get("v"));
+        if (quiet != null) {  // what the server runs with, read back from its own configuration
+            Config config = ((GraphDatabaseAPI) dbms.database(GraphDatabaseSettings.SYSTEM_DATABASE_NAME))
+                    .getDependencyResolver().resolveDependency(Config.class);
+            System.out.println("bolt shutdown quiet period: " + config.get(quiet));
+        }
         System.out.println("READY " + version);
         System.out.flush();
         Thread.currentThread().join();
+    }
+
+    /**
+     * On shutdown, Bolt's two groups of network threads each wait a quiet period of 5 s for
+     * late work: a stop took ~10 s of waiting for nothing. This server has no clients to be
+     * polite to once it is told to stop, so the quiet period is zero.
+     * The setting is internal and changed type (5.x: whole seconds; 2025+: a Duration), so it is
+     * found by name; a release without it keeps its default.
+     */
+    @SuppressWarnings("unchecked")
+    private static Setting<Object> withoutBoltQuietPeriod(DatabaseManagementServiceBuilder builder) {
+        try {
+            Setting<Object> quiet = (Setting<Object>) GraphDatabaseInternalSettings.class
+                    .getField("netty_server_shutdown_quiet_period").get(null);
+            builder.setConfig(quiet, quiet.defaultValue() instanceof Duration ? Duration.ZERO : (Object) 0);
+            return quiet;
+        } catch (ReflectiveOperationException e) {
+            return null;  // not in this release: stops take a little longer, nothing else changes
+        }
     }
 }
