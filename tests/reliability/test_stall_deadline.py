@@ -50,8 +50,12 @@ async def _timed(call: Callable[[], Awaitable[Any]]) -> tuple[Exception | None, 
     return None, time.monotonic() - started
 
 
+CALL_NAMES = ("query_skills", "seed_authored_skill", "set_trigger", "publish", "turn")
+
+
 def _calls(store: GraphMemoryStore, scope: MemoryScope) -> dict[str, Callable[[], Awaitable[Any]]]:
-    return {
+    """One call of each kind, named as in ``CALL_NAMES``."""
+    calls: dict[str, Callable[[], Awaitable[Any]]] = {
         "query_skills": lambda: ProceduralLayer(store).query_skills(scope),
         "seed_authored_skill": lambda: ProceduralLayer(store).seed_authored_skill(
             scope, label="Deliver", steps=["deliver"], source_tag="authored:test", identifier="deliver"),
@@ -60,6 +64,8 @@ def _calls(store: GraphMemoryStore, scope: MemoryScope) -> dict[str, Callable[[]
         "publish": lambda: store.publish(scope, "w-stall"),
         "turn": lambda: TurnMemory(store).begin(scope),
     }
+    assert tuple(calls) == CALL_NAMES
+    return calls
 
 
 @pytest.fixture
@@ -117,30 +123,51 @@ async def test_a_stalled_server_costs_a_call_at_most_about_query_timeout(
 
 
 async def test_a_server_stalling_each_round_trip_costs_a_call_at_most_about_query_timeout(
-    warm: tuple[Any, neo4j.AsyncDriver, MemoryScope],
+    neo4j_settings: Any, tenant: str, forget: list[str],
 ) -> None:
     """Each store round trip meets a stall of 0.8 x query_timeout (it succeeds just in time on its own),
     so a call made of several round trips (publish folds, then writes; a seed writes, then reads back)
-    must end at its deadline, not after the sum of its round trips' timeouts."""
-    proxy, driver, scope = warm
-    store = GraphMemoryStore(driver, query_timeout=TIMEOUT)
-    bounded = store._bounded
+    must end at its deadline, not after the sum of its round trips' timeouts.
 
-    async def stalled(work: Callable[[], Awaitable[Any]], what: str, *, writes: bool = False) -> Any:
-        proxy.pause()
-        resume = asyncio.get_running_loop().call_later(STALL, proxy.resume)
+    The calls run at once, each through a proxy of its own and on a tenant of its own: one call's
+    stall (which may hold its tenant's write lock) never delays another."""
+    outcomes: dict[str, tuple[Exception | None, float]] = {}
+
+    async def one(name: str) -> None:
+        proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
+        driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
+        scope = MemoryScope(f"{tenant}-{name}")
+        forget.append(scope.tenant_id)
         try:
-            return await bounded(work, what, writes=writes)
-        finally:  # the round trip is over (answered or given up): the server answers again
-            resume.cancel()
-            proxy.resume()
+            patient = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=SETUP_TIMEOUT)
+            await ProceduralLayer(patient).seed_authored_skill(
+                scope, label="Deliver", steps=["deliver"], source_tag="authored:test", action_tool="deliver",
+                precondition=["get_status"])
+            await _calls(patient, scope)[name]()  # warm: a pooled connection, the queries planned
+            store = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=TIMEOUT)
+            bounded = store._bounded
 
-    store._bounded = stalled  # type: ignore[method-assign]
-    try:
-        outcomes = {name: await _timed(call) for name, call in _calls(store, scope).items()}
-    finally:
-        proxy.resume()
+            async def stalled(work: Callable[[], Awaitable[Any]], what: str, *, writes: bool = False) -> Any:
+                proxy.pause()
+                resume = asyncio.get_running_loop().call_later(STALL, proxy.resume)
+                try:
+                    return await bounded(work, what, writes=writes)
+                finally:  # the round trip is over (answered or given up): the server answers again
+                    resume.cancel()
+                    proxy.resume()
+
+            store._bounded = stalled  # type: ignore[method-assign]
+            outcomes[name] = await _timed(_calls(store, scope)[name])
+        finally:
+            proxy.resume()
+            await driver.close()
+            await proxy.cut()
+
+    async with anyio.create_task_group() as tg:
+        for name in CALL_NAMES:
+            tg.start_soon(one, name)
     _record("stall_each_trip", outcomes)
+    assert sorted(outcomes) == sorted(CALL_NAMES)
     late = {name: f"{type(exc).__name__ if exc else 'success'} after {elapsed:.2f}s"
             for name, (exc, elapsed) in outcomes.items()
             if not (exc is None or isinstance(exc, StoreUnavailableError)) or elapsed >= SLOW_BOUND}
