@@ -18,10 +18,10 @@ import org.neo4j.configuration.connectors.HttpConnector;
 import org.neo4j.configuration.helpers.SocketAddress;
 import org.neo4j.dbms.api.DatabaseManagementService;
 import org.neo4j.dbms.api.DatabaseManagementServiceBuilder;
-import org.neo4j.graphdb.config.Setting;
-import org.neo4j.kernel.internal.GraphDatabaseAPI;
 import org.neo4j.graphdb.QueryExecutionException;
+import org.neo4j.graphdb.config.Setting;
 import org.neo4j.io.ByteUnit;
+import org.neo4j.kernel.internal.GraphDatabaseAPI;
 
 public final class Launcher {
     private Launcher() {}
