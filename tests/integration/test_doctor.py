@@ -48,6 +48,14 @@ class Seeder:
             f"CREATE (n:{label}) SET n = $props, n.doctor_test_run = $run RETURN elementId(n) AS eid", props=props)
         return str(rows[0]["eid"])
 
+    async def nodes(self, label: str, rows: list[dict[str, Any]]) -> list[str]:
+        """``node`` for many at once, in one transaction; element ids in the order of ``rows``."""
+        assert label in _LABELS.split("|")
+        created = await self.cypher(
+            f"UNWIND range(0, size($rows) - 1) AS i CREATE (n:{label}) SET n = $rows[i], n.doctor_test_run = $run "
+            "RETURN i, elementId(n) AS eid ORDER BY i", rows=rows)
+        return [str(row["eid"]) for row in created]
+
     async def requires(self, skill_eid: str, precondition_eid: str, position: Any) -> None:
         await self.cypher(
             "MATCH (s) WHERE elementId(s) = $s MATCH (p) WHERE elementId(p) = $p "
@@ -218,6 +226,10 @@ async def test_doctor_never_crashes_whatever_the_property_types(
     tag = uuid.uuid4().hex
     zoo = _zoo(tag)
     holder = await seeder.node("Skill", _skill(tenant, f"zoo-holder-{tag}"))
+    skills: list[dict[str, Any]] = []
+    triggers: list[tuple[dict[str, Any], bool]] = []  # (properties, unpublished)
+    requires: list[tuple[dict[str, Any], Any]] = []  # (precondition properties, position of its edge)
+    catalogs: list[dict[str, Any]] = []
     position = 0
     for kind, value in zoo.items():
         unique_ok = kind not in ("bool", "empty")  # ids and keys are unique: one node per value
@@ -226,30 +238,38 @@ async def test_doctor_never_crashes_whatever_the_property_types(
                 continue
             props = _skill(tenant, f"zoo-skill-{prop}-{kind}-{tag}", symfonic_key=f"zoo-{prop}-{kind}-{tag}")
             props[prop] = value
-            await seeder.node("Skill", props)
+            skills.append(props)
         for prop in _TRIGGER_PROPS:
             if prop in ("id", "symfonic_key") and not unique_ok:
                 continue
             props = _trigger(tenant, f"zoo-trigger-{prop}-{kind}-{tag}", symfonic_key=f"zoo-t-{prop}-{kind}-{tag}")
             props[prop] = value
-            labels_extra = prop in ("symfonic_write_id", "symfonic_replaced_by")
-            eid = await seeder.node("Trigger", props)
-            if labels_extra:
-                await seeder.cypher("MATCH (t) WHERE elementId(t) = $eid SET t:SymfonicUnpublished", eid=eid)
+            triggers.append((props, prop in ("symfonic_write_id", "symfonic_replaced_by")))
         for prop in _PRECONDITION_PROPS:
             props = {"tenant_id": tenant, "kind": "state", "path": "a", "op": "eq", "value": 1}
             props[prop] = value
-            await seeder.requires(holder, await seeder.node("Precondition", props), position)
+            requires.append((props, position))
             position += 1
-        await seeder.requires(holder, await seeder.node("Precondition", {"tenant_id": tenant, "kind": "tool",
-                                                                          "tool": "t"}), value)
+        requires.append(({"tenant_id": tenant, "kind": "tool", "tool": "t"}, value))
         for prop in _CATALOG_PROPS:
             catalog_tenant = f"zoo-catalog-{prop}-{kind}-{tag}"
             props = {"tenant_id": catalog_tenant, "version": 1, "published_writes": []}
             if prop == "tenant_id" and not unique_ok:
                 continue  # the catalog's tenant is unique too
             props[prop] = value
-            await seeder.node("SymfonicCatalog", props)
+            catalogs.append(props)
+    # Written in a few transactions (one per label): each node alone was a commit of its own.
+    await seeder.nodes("Skill", skills)
+    trigger_eids = await seeder.nodes("Trigger", [props for props, _ in triggers])
+    await seeder.cypher("MATCH (t) WHERE elementId(t) IN $eids SET t:SymfonicUnpublished",
+                        eids=[eid for eid, (_, unpublished) in zip(trigger_eids, triggers, strict=True) if unpublished])
+    precondition_eids = await seeder.nodes("Precondition", [props for props, _ in requires])
+    await seeder.cypher(
+        "MATCH (s) WHERE elementId(s) = $s UNWIND $edges AS edge MATCH (p) WHERE elementId(p) = edge.p "
+        "CREATE (s)-[:REQUIRES {position: edge.position}]->(p)",
+        s=holder, edges=[{"p": eid, "position": pos}
+                         for eid, (_, pos) in zip(precondition_eids, requires, strict=True)])
+    await seeder.nodes("SymfonicCatalog", catalogs)
     # a catalog of the tenant with an unusable list of published writes
     await seeder.node("SymfonicCatalog", {"tenant_id": tenant, "version": 1, "published_writes": "not a list"})
 
