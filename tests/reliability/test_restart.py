@@ -67,7 +67,7 @@ PATIENCE_FACTOR = 2  # a wait for N turns of the load: times N (+1 under way) tu
 TIMEOUT_CEILING = 60.0  # far below the store's limit (the 300 s publish settle period)
 SETUP_TIMEOUT = 120.0  # setup and verification calls, which are not what is measured
 CALIBRATION_WARMUP, CALIBRATION_TURNS = 2, 10
-TURNS_BEFORE, TURNS_OUTAGE, TURNS_AFTER = 5, 1, 3  # an outage turn makes 4 calls of ~query_timeout
+TURNS_BEFORE, TURNS_OUTAGE, TURNS_AFTER = 5, 1, 3  # an outage turn makes 4 calls, each within query_timeout
 CALLS_PER_TURN = 4  # gate, strict gate, trigger read, trigger write: each bounded by query_timeout
 PAUSE = 0.05  # between two turns of the load
 
