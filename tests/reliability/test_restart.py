@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
@@ -46,6 +45,7 @@ from symfonic_graph import (
     create_precondition_gate_node,
 )
 from symfonic_graph.server import LocalNeo4j
+from tests._ports import free_port
 from tests.reliability._stats import FIGURES
 
 pytestmark = [pytest.mark.reliability, pytest.mark.neo4j, pytest.mark.anyio]  # starts a Neo4j of its own
@@ -70,12 +70,6 @@ CALIBRATION_WARMUP, CALIBRATION_TURNS = 2, 10
 TURNS_BEFORE, TURNS_OUTAGE, TURNS_AFTER = 5, 1, 3  # an outage turn makes 4 calls, each within query_timeout
 CALLS_PER_TURN = 4  # gate, strict gate, trigger read, trigger write: each bounded by query_timeout
 PAUSE = 0.05  # between two turns of the load
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 @dataclass(frozen=True)
@@ -205,7 +199,7 @@ async def _two_processes_apply_the_schema(uri: str, user: str, password: str) ->
 @pytest.mark.slow
 async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
     server = LocalNeo4j(home=tmp_path / "neo4j-home")
-    port = _free_port()
+    port = free_port()
     state, first_start = await _timed_thread(lambda: server.start(port=port))
     driver = neo4j.AsyncGraphDatabase.driver(state.uri, auth=(state.user, state.password))
     # Setup and verification are not what is measured: they get a generous ceiling, not a deadline.

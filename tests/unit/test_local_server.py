@@ -26,6 +26,7 @@ from symfonic_graph.cli import main
 from symfonic_graph.errors import LocalServerError
 from symfonic_graph.server import LocalNeo4j, _local, checkout_root, default_home
 from symfonic_graph.server._local import ServerState
+from tests._ports import free_port
 
 FAKE_JAVA = """#!{python}
 import os, signal, socket, sys, time
@@ -45,12 +46,6 @@ if not os.environ.get("FAKE_JAVA_NEVER_READY"):
 while True:
     time.sleep(1)
 """
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
 
 
 def _alive(pid: int) -> bool:
@@ -116,7 +111,7 @@ def started(checkout: Path, fake_java: Path, monkeypatch: pytest.MonkeyPatch) ->
     """A fake server started from the checkout's root; stopped afterwards."""
     monkeypatch.chdir(checkout)
     server = LocalNeo4j()
-    server.start(port=_free_port(), timeout=20)
+    server.start(port=free_port(), timeout=20)
     try:
         yield server
     finally:
@@ -226,7 +221,7 @@ def test_the_port_is_checked_before_java_and_the_maven_fetch(tmp_path: Path, mon
 def test_the_port_is_checked_again_after_the_fetch(tmp_path: Path, fake_java: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     server = LocalNeo4j(home=tmp_path / "home")
-    port = _free_port()
+    port = free_port()
     squatter = socket.socket()
 
     def fetch_while_someone_takes_the_port(java: str) -> str:
@@ -243,7 +238,7 @@ def test_the_port_is_checked_again_after_the_fetch(tmp_path: Path, fake_java: Pa
 def test_missing_java_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nojava"))
     with pytest.raises(LocalServerError, match="Java not found: install a JDK 17"):
-        LocalNeo4j(home=tmp_path, cache=tmp_path / "cache").start(port=_free_port())
+        LocalNeo4j(home=tmp_path, cache=tmp_path / "cache").start(port=free_port())
 
 
 def test_missing_maven_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -253,14 +248,14 @@ def test_missing_maven_names_the_fix(tmp_path: Path, monkeypatch: pytest.MonkeyP
         pytest.skip("no java on this machine")
     monkeypatch.setenv("JAVA_HOME", str(Path(java).resolve().parent.parent))
     with pytest.raises(LocalServerError, match=r"Maven \(mvn\) is not on PATH"):
-        LocalNeo4j(home=tmp_path, cache=tmp_path / "cache").start(port=_free_port())
+        LocalNeo4j(home=tmp_path, cache=tmp_path / "cache").start(port=free_port())
 
 
 def test_a_start_on_another_port_than_the_running_one_is_refused(started: LocalNeo4j,
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     state = started.state()
     assert state is not None
-    other = _free_port()
+    other = free_port()
     with pytest.raises(LocalServerError, match=(
         f"already runs on port {state.port} \\(pid {state.pid}\\), not on the requested port {other} "
         f"\\(--port {other}\\); use port {state.port}, or stop it first with `symfonic-graph server stop`")):
@@ -338,7 +333,7 @@ def test_a_start_that_times_out_leaves_nothing_running(tmp_path: Path, fake_java
 
     monkeypatch.setattr(subprocess, "Popen", spy_popen)
     with pytest.raises(LocalServerError, match="did not become ready within 1s"):
-        server.start(port=_free_port(), timeout=1)
+        server.start(port=free_port(), timeout=1)
     [proc] = spawned
     assert proc.returncode == -signal.SIGKILL, "terminated, waited, then killed"
     assert not server.state_file.exists()
@@ -361,7 +356,7 @@ def test_ctrl_c_while_starting_leaves_nothing_running(tmp_path: Path, fake_java:
 
     monkeypatch.setattr(time, "sleep", interrupted_sleep)
     with pytest.raises(KeyboardInterrupt):
-        server.start(port=_free_port(), timeout=20)
+        server.start(port=free_port(), timeout=20)
     monkeypatch.setattr(time, "sleep", real_sleep)
     assert seen and not _alive(seen[0])
     assert not server.state_file.exists()
@@ -378,7 +373,7 @@ def test_stop_ends_a_server_whose_start_was_killed(tmp_path: Path, fake_java: Pa
     monkeypatch.setattr(server, "_wait_ready", killed)
     monkeypatch.setattr(_local, "_end", lambda proc: None)  # as if `start` died by kill -9: no cleanup ran
     with pytest.raises(_Killed):
-        server.start(port=_free_port())
+        server.start(port=free_port())
     state = server.recorded()
     assert state is not None and not state.ready
     assert server.state() is None, "not handed out to clients"
@@ -391,7 +386,7 @@ def test_a_start_after_a_killed_start_waits_for_its_server(tmp_path: Path, fake_
                                                           monkeypatch: pytest.MonkeyPatch, becomes_ready: bool) -> None:
     if not becomes_ready:
         monkeypatch.setenv("FAKE_JAVA_NEVER_READY", "1")
-    server, port = LocalNeo4j(home=tmp_path / "home"), _free_port()
+    server, port = LocalNeo4j(home=tmp_path / "home"), free_port()
 
     def killed(proc: subprocess.Popen[bytes], timeout: float) -> str:
         raise _Killed
