@@ -13,6 +13,7 @@ connections do not go through the proxy.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -68,26 +69,36 @@ def _calls(store: GraphMemoryStore, scope: MemoryScope) -> dict[str, Callable[[]
     return calls
 
 
-@pytest.fixture
-async def warm(
-    neo4j_settings: Any, tenant: str, forget: list[str],
-) -> AsyncIterator[tuple[TcpProxy, neo4j.AsyncDriver, MemoryScope]]:
+@contextlib.asynccontextmanager
+async def _proxied(
+    neo4j_settings: Any, scope: MemoryScope, warm: tuple[str, ...],
+) -> AsyncIterator[tuple[TcpProxy, neo4j.AsyncDriver]]:
+    """A driver to the test server through a proxy of its own, with ``scope``'s skill seeded and the
+    ``warm`` calls made (queries planned, a connection pooled: not what is measured)."""
     proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
     driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
-    scope = MemoryScope(tenant)
     try:
         patient = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=SETUP_TIMEOUT)
         await ProceduralLayer(patient).seed_authored_skill(
             scope, label="Deliver", steps=["deliver"], source_tag="authored:test", action_tool="deliver",
             precondition=["get_status"])
-        for _ in range(3):  # warm: every query planned, connections pooled (not what is measured)
-            for call in _calls(patient, scope).values():
-                await call()
-        yield proxy, driver, scope
+        calls = _calls(patient, scope)
+        for name in warm:
+            await calls[name]()
+        yield proxy, driver
     finally:
         proxy.resume()
         await driver.close()
         await proxy.cut()  # then ``forget`` deletes the tenant's nodes
+
+
+@pytest.fixture
+async def warm(
+    neo4j_settings: Any, tenant: str, forget: list[str],
+) -> AsyncIterator[tuple[TcpProxy, neo4j.AsyncDriver, MemoryScope]]:
+    scope = MemoryScope(tenant)
+    async with _proxied(neo4j_settings, scope, CALL_NAMES * 3) as (proxy, driver):
+        yield proxy, driver, scope
 
 
 async def test_a_stalled_server_costs_a_call_at_most_about_query_timeout(
@@ -134,16 +145,9 @@ async def test_a_server_stalling_each_round_trip_costs_a_call_at_most_about_quer
     outcomes: dict[str, tuple[Exception | None, float]] = {}
 
     async def one(name: str) -> None:
-        proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
-        driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
         scope = MemoryScope(f"{tenant}-{name}")
         forget.append(scope.tenant_id)
-        try:
-            patient = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=SETUP_TIMEOUT)
-            await ProceduralLayer(patient).seed_authored_skill(
-                scope, label="Deliver", steps=["deliver"], source_tag="authored:test", action_tool="deliver",
-                precondition=["get_status"])
-            await _calls(patient, scope)[name]()  # warm: a pooled connection, the queries planned
+        async with _proxied(neo4j_settings, scope, (name,)) as (proxy, driver):
             store = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=TIMEOUT)
             bounded = store._bounded
 
@@ -158,10 +162,6 @@ async def test_a_server_stalling_each_round_trip_costs_a_call_at_most_about_quer
 
             store._bounded = stalled  # type: ignore[method-assign]
             outcomes[name] = await _timed(_calls(store, scope)[name])
-        finally:
-            proxy.resume()
-            await driver.close()
-            await proxy.cut()
 
     async with anyio.create_task_group() as tg:
         for name in CALL_NAMES:
