@@ -43,10 +43,8 @@ class Seeder:
 
     async def node(self, label: str, props: dict[str, Any]) -> str:
         """Create a node of ``label`` with exactly ``props`` (any types); return its element id."""
-        assert label in _LABELS.split("|")
-        rows = await self.cypher(
-            f"CREATE (n:{label}) SET n = $props, n.doctor_test_run = $run RETURN elementId(n) AS eid", props=props)
-        return str(rows[0]["eid"])
+        [eid] = await self.nodes(label, [props])
+        return eid
 
     async def nodes(self, label: str, rows: list[dict[str, Any]]) -> list[str]:
         """``node`` for many at once, in one transaction; element ids in the order of ``rows``."""
