@@ -51,6 +51,16 @@ CALL (s, row) {
 WITH seq, s ORDER BY seq
 RETURN collect(s.id) AS ids;
 
+// name: skill_written
+// params: key
+// The skill a write just wrote, read by its key in the write's own
+// transaction: what seed_authored_skill and propose_skill return. A publish
+// or a re-seed that commits right after the write can no longer hide the
+// skill from its own writer (a later read would find it replaced).
+MATCH (s:Skill {symfonic_key: $key})
+// include: skill_row
+RETURN skill_row;
+
 // name: skill_keys_held
 // params: keys, tenant_id, namespace
 // Keys of a write that an existing skill of another scope holds (for example

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from symfonic_graph import _validate as v
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph._limits import refuse_over_cap
-from symfonic_graph.errors import NotFoundError, ValidationError
+from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
 from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.records import precondition_nodes
@@ -19,6 +19,7 @@ from symfonic_graph.store import (
     MAX_KEY_PART,
     GraphMemoryStore,
     Step,
+    Written,
     check_write_id,
     content_key,
     held_keys,
@@ -103,8 +104,15 @@ class ProceduralLayer:
     @within_deadline
     async def _write_one(self, scope: MemoryScope, spec: Mapping[str, Any], status: str, write_id: str | None) -> Skill:
         row = _skill_row(scope, spec, status, write_id, field_prefix="", authored=status == "approved")
-        [skill_id] = await self._write([row], scope, write_id)
-        return await self.get_skill(scope, skill_id, write_id=write_id)
+        # Read back inside the write: a publish committing just after it must not hide it from its writer.
+        written = await self._write([row], scope, write_id, Step("skill_written", {"key": row["key"]}))
+        skill = skill_from_row(written.one("skill_written")["skill_row"])
+        if skill is None:  # written by this very transaction from validated input: only a bug gets here
+            raise SymfonicGraphError(
+                f"skill {row['key']!r} was written but does not read back (see the log above); "
+                "this is a bug in symfonic-graph: please report it"
+            )
+        return skill
 
     async def seed_skills(
         self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]], *, write_id: str | None = None
@@ -121,25 +129,30 @@ class ProceduralLayer:
         keys = [r["key"] for r in rows]
         if len(set(keys)) != len(keys):
             raise ValidationError("skills", "two entries share an identifier; each identifier once per batch")
-        return await self._write(rows, scope, wid) if rows else []
+        if not rows:
+            return []
+        return [str(i) for i in (await self._write(rows, scope, wid)).one("skills_write")["ids"]]
 
     def validate_skills(self, scope: MemoryScope, skills: Sequence[SkillSpec | Mapping[str, Any]]) -> None:
         """Check entries as ``seed_skills`` would, writing nothing (errors name ``skills[i].field``)."""
         _approved_rows(scope, skills, None)
 
-    async def _write(self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None) -> list[str]:
-        """Write the rows; return the skill ids in row order (a re-seeded identifier keeps its id)."""
-        written = await self.store.write_staged(
+    async def _write(
+        self, rows: list[dict[str, Any]], scope: MemoryScope, write_id: str | None, *read_back: Step
+    ) -> Written:
+        """Write the rows in one transaction, then run ``read_back`` in it; ``skills_write`` holds the ids
+        in row order (a re-seeded identifier keeps its id)."""
+        return await self.store.write_staged(
             scope,
             write_id,
             [
                 Step("skill_keys_held", {"keys": held_keys(rows), **scope.params()}, refuse_held_keys("skill")),
                 Step("skills_write", {"rows": rows}),
+                *read_back,
                 Step("skills_owned_count", scope.params(), refuse_over_cap(scope)),
                 Step("catalog_bump", {"tenant_id": scope.tenant_id}),
             ],
         )
-        return [str(i) for i in written.one("skills_write")["ids"]]
 
     @within_deadline
     async def query_skills(
