@@ -135,6 +135,21 @@ CALL (s, owned) {
 }
 RETURN s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace, owned;
 
+// name: skill_draft_key_held
+// params: tenant_id, namespace, skill_id
+// Approve, before step 2: the identifier key a draft would take over, when a
+// skill of another scope holds it (for example a key copied by hand onto
+// another tenant's node). Approve refuses then: it never takes over, or
+// collides with, another scope's node.
+MATCH (s:Skill {id: $skill_id})
+WHERE s.tenant_id = $tenant_id
+  AND ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace)
+  AND s.symfonic_base_key IS NOT NULL AND s.symfonic_write_id IS NULL
+MATCH (x:Skill {symfonic_key: s.symfonic_base_key})
+WHERE x.tenant_id IS NULL OR x.tenant_id <> $tenant_id
+   OR NOT coalesce(x.namespace = $namespace, x.namespace IS NULL AND $namespace IS NULL)
+RETURN x.symfonic_key AS key, x.id AS id, x.tenant_id AS tenant_id, x.namespace AS namespace;
+
 // name: skill_take_key
 // params: tenant_id, namespace, skill_id
 // Approve, step 2 (same transaction): a draft proposed for an identifier that

@@ -205,8 +205,12 @@ class ProceduralLayer:
         return skill
 
     async def approve(self, scope: MemoryScope, skill_id: str) -> None:
-        """Approve a draft so turns see it; a draft of an existing identifier replaces that skill."""
-        await self._set_status(scope, skill_id, "approved", then="skill_take_key")
+        """Approve a draft so turns see it; a draft of an existing identifier replaces that skill.
+
+        Raises ``AuthorityError`` (nothing changes) when a node of another scope
+        holds that identifier's key.
+        """
+        await self._set_status(scope, skill_id, "approved", take_key=True)
 
     async def reject(self, scope: MemoryScope, skill_id: str) -> None:
         """Reject a draft (or an approved skill): turns stop seeing it."""
@@ -238,14 +242,13 @@ class ProceduralLayer:
         return [dict(by_identifier[row["identifier"]]) for row in rows]
 
     async def _set_status(
-        self, scope: MemoryScope, skill_id: str, status: str, *, then: str | None = None
+        self, scope: MemoryScope, skill_id: str, status: str, *, take_key: bool = False
     ) -> None:
         params = {**scope.params(), "skill_id": v.text("skill_id", skill_id)}
-        statements: list[tuple[str, dict[str, Any]]] = [("skill_set_status", {**params, "status": status})]
-        if then is not None:
-            statements.append((then, params))
-        await self.store.write([Step(*statements[0], owned_by(scope, skill_id)), *statements[1:],
-                                ("catalog_bump", {"tenant_id": scope.tenant_id})])
+        steps = [Step("skill_set_status", {**params, "status": status}, owned_by(scope, skill_id))]
+        if take_key:  # a draft of an identifier takes over the live skill's key, never another scope's
+            steps += [Step("skill_draft_key_held", params, refuse_held_keys("skill")), Step("skill_take_key", params)]
+        await self.store.write([*steps, Step("catalog_bump", {"tenant_id": scope.tenant_id})])
 
 
 def _approved_rows(

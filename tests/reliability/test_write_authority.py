@@ -183,6 +183,31 @@ async def test_a_key_copied_after_staging_makes_publish_refuse_and_change_nothin
     assert records[0]["staged"] is True
 
 
+async def test_approving_a_draft_whose_key_another_scope_holds_is_refused_and_changes_nothing(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    """A draft of an identifier takes over the live skill's key when approved; if a node of another scope
+    holds that key (a plain-Cypher slip), approve refuses with AuthorityError naming it, not a constraint
+    error from the server."""
+    whole, user = MemoryScope(tenant), MemoryScope(tenant, "n2")
+    layer = ProceduralLayer(store)
+    live = await layer.seed_authored_skill(whole, label="live", steps=["x"], source_tag="authored:t",
+                                           identifier="deliver")
+    draft = await layer.propose_skill(whole, label="draft", steps=["x"], source_tag="mined:t", identifier="deliver")
+    other = await layer.seed_authored_skill(user, label="other", steps=["x"], source_tag="authored:t",
+                                            identifier="other")
+    key = json.dumps(["skill", tenant, None, "deliver"])
+    await store.driver.execute_query(  # by hand: the live skill deleted, its key copied onto n2's skill
+        "MATCH (s:Skill {id: $live}) DETACH DELETE s WITH 1 AS done MATCH (o:Skill {id: $other}) "
+        "SET o.symfonic_key = $key", live=live.id, other=other.id, key=key, database_=store.database)
+    with pytest.raises(AuthorityError, match=other.id):
+        await layer.approve(whole, draft.id)
+    assert (await layer.get_skill(whole, draft.id)).status == "draft", "the refused approve changed nothing"
+    records, _, _ = await store.driver.execute_query(
+        "MATCH (o:Skill {id: $id}) RETURN o.symfonic_key AS key", id=other.id, database_=store.database)
+    assert records[0]["key"] == key
+
+
 async def test_publish_racing_discard_exactly_one_takes_effect(store: GraphMemoryStore, tenant: str) -> None:
     scope = MemoryScope(tenant)
     layer = ProceduralLayer(store)

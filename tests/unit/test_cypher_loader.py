@@ -77,7 +77,7 @@ def test_scoped_read_list_is_complete() -> None:
     # catalog_version reads a number, not memory; doctor_* are operator checks across the database.
     operator_reads = {name for name in reads if name.startswith("doctor_")} | {"catalog_version"}
     # *_keys_held are write guards: they look for nodes of OTHER scopes holding a key, to refuse the write.
-    operator_reads |= {"skill_keys_held", "trigger_keys_held", "staged_keys_held"}
+    operator_reads |= {"skill_keys_held", "trigger_keys_held", "staged_keys_held", "skill_draft_key_held"}
     # tenant_holds answers whether a tenant holds anything at all (the CLI's notice for a mistyped tenant).
     operator_reads |= {"tenant_holds"}
     # skills_owned_count is a write guard too: a skill write that takes its scope over the cap rolls back.
