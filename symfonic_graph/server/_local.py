@@ -49,6 +49,10 @@ TERMINATE_GRACE = 10.0
 _HERE = Path(__file__).parent
 _READY = re.compile(r"^READY (\S+)$", re.MULTILINE)
 _EXEC_GRACE = 1.0  # seconds an empty /proc/<pid>/cmdline is read again (a process still in exec)
+# The JIT's inlining limits, lowered (defaults 325 bytecodes, 15 levels, 2500 bytes): a local server lives
+# minutes, and with the defaults its C2 compiler spends about as much CPU as the queries themselves
+# (docs/decisions.md, *Local server*). Compiled code stays as fast; the compiles are cheaper.
+JIT_FLAGS = ("-XX:FreqInlineSize=100", "-XX:MaxInlineLevel=6", "-XX:InlineSmallCode=1000")
 
 
 @dataclass(frozen=True)
@@ -268,7 +272,8 @@ class LocalNeo4j:
         heap = os.environ.get("SYMFONIC_NEO4J_HEAP", "1g")
         with open(self.log_file, "wb") as log:
             proc = subprocess.Popen(
-                [java, f"-Xmx{heap}", "-cp", classpath, "Launcher", str(self.home / "neo4j"), host, str(port)],
+                [java, f"-Xmx{heap}", *JIT_FLAGS, "-cp", classpath, "Launcher", str(self.home / "neo4j"), host,
+                 str(port)],
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

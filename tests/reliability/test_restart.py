@@ -45,6 +45,7 @@ from symfonic_graph import (
     create_precondition_gate_node,
 )
 from symfonic_graph.server import LocalNeo4j
+from symfonic_graph.server._local import JIT_FLAGS
 from tests._ports import free_port
 from tests.reliability._stats import FIGURES
 
@@ -209,6 +210,9 @@ async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
         # The server waits for no quiet period when stopped (Neo4j's default made every stop ~10 s longer).
         assert re.search(r"^bolt shutdown quiet period: (0|PT0S)$", server.log_file.read_text(), re.M), (
             f"see {server.log_file}")
+        # It runs with the local server's JIT limits (with the defaults, C2 costs as much CPU as the queries).
+        argv = Path(f"/proc/{state.pid}/cmdline").read_bytes().decode().split("\0")
+        assert set(JIT_FLAGS) <= set(argv), argv
         # The first query of a fresh server (cold caches, nothing planned yet), as after the restart.
         cold_started = time.monotonic()
         await patient.read("catalog_version", tenant_id=scope.tenant_id)
