@@ -198,7 +198,8 @@ async def _two_processes_apply_the_schema(uri: str, user: str, password: str) ->
 
 
 @pytest.mark.slow
-async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
+async def test_stop_and_restart_under_load(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYMFONIC_NEO4J_MIN_REPLAN_SECONDS", "3600")  # as `./dev test` starts the test server
     server = LocalNeo4j(home=tmp_path / "neo4j-home")
     port = free_port()
     state, first_start = await _timed_thread(lambda: server.start(port=port))
@@ -213,6 +214,9 @@ async def test_stop_and_restart_under_load(tmp_path: Path) -> None:
         # It runs with the local server's JIT limits (with the defaults, C2 costs as much CPU as the queries).
         argv = Path(f"/proc/{state.pid}/cmdline").read_bytes().decode().split("\0")
         assert set(JIT_FLAGS) <= set(argv), argv
+        # Asked to, it re-plans a query at most once an hour (the test server's database grows from empty).
+        assert re.search(r"^cypher min replan interval: PT1H$", server.log_file.read_text(), re.M), (
+            f"see {server.log_file}")
         # The first query of a fresh server (cold caches, nothing planned yet), as after the restart.
         cold_started = time.monotonic()
         await patient.read("catalog_version", tenant_id=scope.tenant_id)
