@@ -67,10 +67,11 @@ RETURN skill_row;
 // a key copied by hand onto another tenant's node). The write refuses them:
 // a write never takes over a node whose tenant or namespace differs.
 UNWIND $keys AS key
-MATCH (s:Skill {symfonic_key: key})
-WHERE s.tenant_id IS NULL OR s.tenant_id <> $tenant_id
-   OR NOT coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
-RETURN key, s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace;
+MATCH (n:Skill {symfonic_key: key})
+WHERE NOT coalesce(n.tenant_id = $tenant_id AND
+  // include: node_owned
+  , false)
+RETURN key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
 // name: skills_owned_count
 // params: tenant_id, namespace
@@ -145,10 +146,11 @@ MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
   AND ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace)
   AND s.symfonic_base_key IS NOT NULL AND s.symfonic_write_id IS NULL
-MATCH (x:Skill {symfonic_key: s.symfonic_base_key})
-WHERE x.tenant_id IS NULL OR x.tenant_id <> $tenant_id
-   OR NOT coalesce(x.namespace = $namespace, x.namespace IS NULL AND $namespace IS NULL)
-RETURN x.symfonic_key AS key, x.id AS id, x.tenant_id AS tenant_id, x.namespace AS namespace;
+MATCH (n:Skill {symfonic_key: s.symfonic_base_key})
+WHERE NOT coalesce(n.tenant_id = $tenant_id AND
+  // include: node_owned
+  , false)
+RETURN n.symfonic_key AS key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
 // name: skill_take_key
 // params: tenant_id, namespace, skill_id

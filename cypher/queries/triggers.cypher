@@ -66,10 +66,11 @@ RETURN collect(trigger_row) AS triggers;
 // params: keys, tenant_id, namespace
 // Keys of a write that a trigger of another scope holds: refused, never taken over.
 UNWIND $keys AS key
-MATCH (t:Trigger {symfonic_key: key})
-WHERE t.tenant_id IS NULL OR t.tenant_id <> $tenant_id
-   OR NOT coalesce(t.namespace = $namespace, t.namespace IS NULL AND $namespace IS NULL)
-RETURN key, t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace;
+MATCH (n:Trigger {symfonic_key: key})
+WHERE NOT coalesce(n.tenant_id = $tenant_id AND
+  // include: node_owned
+  , false)
+RETURN key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
 // name: trigger_resolve
 // params: tenant_id, namespace, trigger_id

@@ -125,6 +125,15 @@ def test_writes_addressing_a_node_by_id_share_one_scope_rule() -> None:
         assert "symfonic_replaced_by" not in blocks[name], f"{name} copies the rule instead of including it"
 
 
+def test_write_guards_for_held_keys_share_the_ownership_rule() -> None:
+    """A key held by a node the writing scope does not own refuses the write: every such guard reads
+    ``node_owned`` (no copies of the namespace comparison)."""
+    blocks = _query_sources()
+    for name in ("skill_keys_held", "trigger_keys_held", "skill_draft_key_held"):
+        assert "// include: node_owned" in blocks[name], name
+        assert "$namespace IS NULL)\nRETURN" not in blocks[name], f"{name} copies the rule instead of including it"
+
+
 def test_every_read_of_a_node_type_includes_its_one_rule_and_projection() -> None:
     """Skills, triggers and facts: each read path splices the type's visibility rule and row, never a copy."""
     blocks = _query_sources()
