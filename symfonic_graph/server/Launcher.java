@@ -51,10 +51,9 @@ public final class Launcher {
         // The test server (`./dev test`) re-plans a query at most once an hour: its database grows from
         // empty during one run, and re-planning every query as its statistics move cost about a sixth of
         // the suite's time. A server started without the variable keeps Neo4j's default.
-        String replan = System.getenv("SYMFONIC_NEO4J_MIN_REPLAN_SECONDS");
-        if (replan != null && !replan.isEmpty()) {
-            builder.setConfig(GraphDatabaseSettings.cypher_min_replan_interval,
-                    Duration.ofSeconds(Long.parseLong(replan)));
+        Duration replan = minReplanInterval();
+        if (replan != null) {
+            builder.setConfig(GraphDatabaseSettings.cypher_min_replan_interval, replan);
         }
         DatabaseManagementService dbms = builder
                 .setConfig(BoltConnector.enabled, true)
@@ -89,12 +88,28 @@ public final class Launcher {
                     .getDependencyResolver().resolveDependency(Config.class);
             System.out.println("bolt shutdown quiet period: " + config.get(quiet));
         }
-        if (replan != null && !replan.isEmpty()) {
-            System.out.println("cypher min replan interval: " + Duration.ofSeconds(Long.parseLong(replan)));
+        if (replan != null) {
+            System.out.println("cypher min replan interval: " + replan);
         }
         System.out.println("READY " + version);
         System.out.flush();
         Thread.currentThread().join();
+    }
+
+    /** {@code SYMFONIC_NEO4J_MIN_REPLAN_SECONDS} as a duration, or null when it is not set. */
+    private static Duration minReplanInterval() {
+        String seconds = System.getenv("SYMFONIC_NEO4J_MIN_REPLAN_SECONDS");
+        if (seconds == null || seconds.isEmpty()) {
+            return null;
+        }
+        try {
+            return Duration.ofSeconds(Long.parseUnsignedLong(seconds));
+        } catch (NumberFormatException e) {
+            System.err.println("SYMFONIC_NEO4J_MIN_REPLAN_SECONDS must be a whole number of seconds, got \""
+                    + seconds + "\"; fix or unset it and start again");
+            System.exit(2);
+            return null;
+        }
     }
 
     /**
