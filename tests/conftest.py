@@ -22,6 +22,7 @@ import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import neo4j
 import pytest
@@ -30,6 +31,7 @@ import sniffio
 from symfonic_graph import GraphMemoryStore, MemoryScope
 from symfonic_graph.recall import RECALL_INDEX
 from tests._recall import FORGET
+from tests.reliability._stats import FIGURES, summary_lines
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Neo4jSettings:
 
 SERVER_FIXTURE = "neo4j_settings"
 COLLECTED = pytest.StashKey[list[pytest.Item]]()
+WORKER_FIGURES = "symfonic_reliability_figures"
 """Every test this run collected, before ``-m`` deselected any (``tests/unit/test_markers_applied.py``)."""
 
 
@@ -57,6 +60,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if needs_server(item):
             item.add_marker(pytest.mark.neo4j)
     config.stash[COLLECTED] = list(items)
+
+
+class SlowFirst:
+    """Under pytest-xdist (``./dev test`` runs two workers), the ``slow`` tests go first.
+
+    The scheduler deals its first batch out one test at a time, so they spread
+    over the workers instead of ending the run on one worker while the other
+    idles. Every worker sorts the same way, as xdist requires.
+    """
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        config.pluginmanager.register(SlowFirst(), "symfonic-slow-first")
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """In a pytest-xdist worker: hand the reliability figures to the controller, which prints their sum."""
+    workeroutput = getattr(session.config, "workeroutput", None)  # set only in a worker
+    if workeroutput is not None:
+        workeroutput[WORKER_FIGURES] = dict(FIGURES)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook, unknown without it
+def pytest_testnodedown(node: Any, error: object) -> None:
+    FIGURES.update(getattr(node, "workeroutput", {}).get(WORKER_FIGURES, {}))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The figures the reliability suite collected (``tests/reliability/_stats.py``)."""
+    lines = summary_lines()
+    if lines:
+        terminalreporter.section("symfonic-graph reliability figures")
+        for line in lines:
+            terminalreporter.write_line(line)
 
 
 def _docker_answers() -> bool:

@@ -74,6 +74,24 @@ def test_dev_stops_at_once_when_the_port_is_taken(tmp_path: Path, command: list[
     assert proc.stdout == "", "neither the demo nor pytest ran"
 
 
+@pytest.mark.skipif(not _dev_is_installed(), reason="./dev would install .venv first")
+@pytest.mark.parametrize(("args", "workers"), [
+    ([], "created: 2/2 workers"),  # the default: two pytest workers share the test server
+    (["-n", "0"], None),  # a -n of the caller's own wins
+    (["-p", "no:xdist"], None),  # so does turning xdist off (no -n left behind for it to refuse)
+])
+def test_dev_test_runs_two_workers_unless_told_otherwise(tmp_path: Path, args: list[str], workers: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "SYMFONIC_TEST_WORKERS"))}
+    env["SYMFONIC_GRAPH_HOME"] = str(tmp_path / "home")  # no server recorded there
+    env["NEO4J_URI"] = "bolt://127.0.0.1:1"  # a server of the caller's own: ./dev starts none (none is reached)
+    selected = "tests/unit/test_cypher_loader.py::test_a_fragment_may_include_another_and_never_itself"
+    proc = subprocess.run(["bash", str(ROOT / "dev"), "test", "-p", "no:cacheprovider", *args, selected], env=env,
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "1 passed" in proc.stdout, proc.stdout
+    assert (workers in proc.stdout) if workers else ("workers" not in proc.stdout), proc.stdout
+
+
 # -- the demo seed --------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ their runs or reads, e.g. ``SYMFONIC_RELIABILITY_SCALE=10 ./dev test -m slow``.
 """
 
 FIGURES: Counter[str] = Counter()
-"""Counters by name, e.g. ``isolation.operations``; reported by ``conftest.pytest_terminal_summary``."""
+"""Counters by name, e.g. ``isolation.operations``; reported by ``pytest_terminal_summary`` in ``tests/conftest.py``."""
 
 LABELS: dict[str, str] = {
     "isolation.operations": "isolation: library calls tried",

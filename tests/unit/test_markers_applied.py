@@ -14,7 +14,17 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import COLLECTED, SERVER_FIXTURE, needs_server, pytest_collection_modifyitems
+from tests.conftest import (
+    COLLECTED,
+    SERVER_FIXTURE,
+    WORKER_FIGURES,
+    SlowFirst,
+    needs_server,
+    pytest_collection_modifyitems,
+    pytest_sessionfinish,
+    pytest_testnodedown,
+)
+from tests.reliability._stats import FIGURES, summary_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -76,3 +86,32 @@ def test_slow_tests_are_marked_and_run_by_default(request: pytest.FixtureRequest
     collected = {item.nodeid: item for item in request.config.stash[COLLECTED]}
     for nodeid in SLOW:  # checked whenever this run collected the test (the whole suite does)
         assert nodeid not in collected or collected[nodeid].get_closest_marker("slow") is not None, nodeid
+
+
+class _Marked(SimpleNamespace):
+    def get_closest_marker(self, name: str) -> object | None:
+        return name if name in self.marks else None
+
+
+def test_under_xdist_the_slow_tests_are_dealt_out_first_in_their_order() -> None:
+    items: list[Any] = [_Marked(n="a", marks=()), _Marked(n="b", marks=("slow",)), _Marked(n="c", marks=("neo4j",)),
+                        _Marked(n="d", marks=("slow", "neo4j"))]
+    SlowFirst().pytest_collection_modifyitems(items)
+    assert [item.n for item in items] == ["b", "d", "a", "c"]
+
+
+def test_the_figures_of_every_worker_reach_the_controllers_summary() -> None:
+    saved = FIGURES.copy()
+    try:
+        FIGURES.clear()
+        FIGURES["faults.calls"] = 3
+        worker = SimpleNamespace(config=SimpleNamespace(workeroutput={}))
+        pytest_sessionfinish(worker)  # type: ignore[arg-type]
+        FIGURES.clear()  # the controller's own, before any worker is down
+        pytest_testnodedown(SimpleNamespace(workeroutput=worker.config.workeroutput), None)
+        pytest_testnodedown(SimpleNamespace(workeroutput={WORKER_FIGURES: {"faults.calls": 4}}), None)
+        pytest_testnodedown(SimpleNamespace(workeroutput={}), None)  # a worker that died before finishing
+        assert summary_lines() == ["faults: calls against a dead or silent Neo4j: 7"]
+    finally:
+        FIGURES.clear()
+        FIGURES.update(saved)
