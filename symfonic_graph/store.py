@@ -144,6 +144,13 @@ _SCHEMA_RACE_CODES = frozenset(
     }
 )
 
+# A statement that reads a node another transaction deletes while it runs (a
+# scan across tenants, such as stamp_keys or doctor, while an app deletes its
+# own triggers) fails with this code, and its transaction rolls back whole. It
+# is retried like a transient failure, at most this many times: a statement
+# that keeps failing with it is reported as the QueryError it is.
+_DELETED_UNDER_READ = "Neo.ClientError.Statement.EntityNotFound"
+_DELETED_UNDER_READ_RETRIES = 10
 
 # The monotonic time by which the current public call must end (see GraphMemoryStore.deadline).
 _DEADLINE: ContextVar[float | None] = ContextVar("symfonic_graph_deadline", default=None)
@@ -273,7 +280,9 @@ class GraphMemoryStore:
 
         ``_session`` turns the driver's retry loop off, so retries happen here:
         a transient failure (a lost connection, a deadlock, a leader switch) is
-        retried with backoff until the timeout, while a refused connection and
+        retried with backoff until the timeout, and so is a read of a node that
+        another transaction deleted meanwhile (up to ``_DELETED_UNDER_READ_RETRIES``
+        times; the failed attempt rolled back whole), while a refused connection and
         every other failure are reported at once, typed: bad credentials
         (``AuthenticationError``), a query Neo4j refuses (``QueryError``, a
         ``ClientError`` too), a value the driver cannot send (``ValidationError``)
@@ -329,13 +338,18 @@ class GraphMemoryStore:
             if budget <= 0:
                 raise TimeoutError
             with anyio.fail_after(budget):
-                delay = 0.05
+                delay, raced = 0.05, 0
                 while True:
                     try:
                         return await work()
                     except (Neo4jError, DriverError) as exc:
-                        if refused(exc) or not exc.is_retryable():
+                        if refused(exc):
                             raise
+                        if not exc.is_retryable():
+                            deleted_under_read = isinstance(exc, Neo4jError) and exc.code == _DELETED_UNDER_READ
+                            if not deleted_under_read or raced >= _DELETED_UNDER_READ_RETRIES:
+                                raise
+                            raced += 1
                         last = exc
                     await anyio.sleep(delay * random.uniform(0.8, 1.2))
                     delay = min(delay * 2, 1.0)

@@ -42,6 +42,7 @@ LABELS: dict[str, str] = {
     "concurrency.folded_nodes": "concurrency: published nodes folded while readers ran",
     "concurrency.reseeds": "concurrency: concurrent re-seeds of one identifier",
     "concurrency.schema_runs": "concurrency: concurrent apply_schema() calls",
+    "concurrency.scans_under_deletes": "concurrency: scans of every tenant under another's deletes",
     "faults.calls": "faults: calls against a dead or silent Neo4j",
     "restart.operations": "restart: operations of the mixed load",
     "restart.acknowledged_writes": "restart: writes acknowledged to the caller",

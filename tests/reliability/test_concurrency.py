@@ -1,4 +1,4 @@
-"""Concurrency: publishes racing readers, concurrent re-seeds, concurrent schema runs."""
+"""Concurrency: publishes racing readers, concurrent re-seeds, concurrent schema runs, scans under deletes."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
+from symfonic_graph.doctor import diagnose
 from tests.reliability._stats import FIGURES
 
 pytestmark = [pytest.mark.reliability, pytest.mark.anyio]
@@ -204,3 +205,54 @@ async def test_concurrent_apply_schema_all_succeed(neo4j_settings: object, store
     applied = [v for r in results for v in r]
     assert len(applied) == len(set(applied)), f"a migration was applied twice: {results}"
     assert await store.apply_schema() == []
+
+
+async def test_scans_across_tenants_survive_another_tenants_deletes(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
+) -> None:
+    """``schema apply`` (``stamp_keys``) and ``doctor`` across tenants read every tenant's triggers.
+
+    While they run, another tenant's app deletes its own triggers, 20 per
+    transaction. A scan that reaches a node deleted under it fails with
+    ``EntityNotFound`` and rolls back whole; it is run again, so neither the
+    operator's command nor the app sees an error, and the operator's
+    plain-Cypher trigger ends up stamped.
+    """
+    FIGURES["concurrency.scans_under_deletes"] += 0
+    neighbour = f"{tenant}-neighbour"
+    forget.append(neighbour)
+    scans = 0
+
+    async def delete_the_neighbours_triggers(done: anyio.Event) -> None:
+        while True:
+            records, _, _ = await driver.execute_query(
+                "MATCH (t:Trigger {tenant_id: $t}) WITH t LIMIT 20 DETACH DELETE t RETURN count(*) AS n",
+                {"t": neighbour})
+            if records[0]["n"] == 0:
+                done.set()
+                return
+
+    async def scan(done: anyio.Event) -> None:
+        nonlocal scans
+        while not done.is_set():
+            await store.stamp_keys()
+            await diagnose(store)
+            scans += 1
+
+    for _ in range(3):
+        await driver.execute_query(
+            "UNWIND range(1, 2000) AS i CREATE (:Trigger {id: $t + '-' + i, tenant_id: $t, condition: 'c', "
+            "task: 'x', status: 'pending', created_at: datetime()})", {"t": neighbour})
+        await driver.execute_query(  # a plain-Cypher trigger of the operator's own: stamp_keys must stamp it
+            "CREATE (:Trigger {id: $id, tenant_id: $t, condition: 'c', task: 'x', status: 'pending', "
+            "created_at: datetime()})", {"id": f"plain-{uuid.uuid4().hex}", "t": tenant})
+        done = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(delete_the_neighbours_triggers, done)
+            tg.start_soon(scan, done)
+    FIGURES["concurrency.scans_under_deletes"] += scans
+    assert scans >= 3
+    records, _, _ = await driver.execute_query(
+        "MATCH (t:Trigger {tenant_id: $t}) RETURN count(t) AS all, count(CASE WHEN t:SymfonicScoped THEN 1 END) AS "
+        "stamped", {"t": tenant})
+    assert (records[0]["all"], records[0]["stamped"]) == (3, 3)
