@@ -1,3 +1,30 @@
+// fragment: doctor_tenant_skills
+// params: tenant_id
+// The skills doctor checks, as `s`: those of tenant $tenant_id, through its
+// index, or every skill when $tenant_id is null. The second branch is a label
+// scan that its filter keeps from starting when a tenant is given, so a
+// tenant's doctor run costs what the tenant holds, not what the database holds.
+CALL () {
+  MATCH (s:Skill {tenant_id: $tenant_id})
+  RETURN s
+  UNION ALL
+  WITH 1 AS every_tenant WHERE $tenant_id IS NULL
+  MATCH (s:Skill)
+  RETURN s
+}
+
+// fragment: doctor_tenant_triggers
+// params: tenant_id
+// The triggers doctor checks, as `t`: as doctor_tenant_skills.
+CALL () {
+  MATCH (t:Trigger {tenant_id: $tenant_id})
+  RETURN t
+  UNION ALL
+  WITH 1 AS every_tenant WHERE $tenant_id IS NULL
+  MATCH (t:Trigger)
+  RETURN t
+}
+
 // name: doctor_untenanted
 // params: after, limit
 // Memory nodes without a usable tenant_id (absent, not a string, or empty):
@@ -24,9 +51,9 @@ RETURN elementId(n) AS element_id,
 // REQUIRES edges from a skill to a precondition of another tenant (or of
 // none): every read of the skill ignores that precondition. Reported on the
 // skill, with the edge's position and the precondition's element id.
-MATCH (s:Skill)-[r:REQUIRES]->(p:Precondition)
-WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
-  AND valueType(s.tenant_id) STARTS WITH 'STRING'
+// include: doctor_tenant_skills
+MATCH (s)-[r:REQUIRES]->(p:Precondition)
+WHERE valueType(s.tenant_id) STARTS WITH 'STRING'
   AND NOT coalesce(p.tenant_id = s.tenant_id, false)
   AND elementId(r) > $after
 WITH s, r, p ORDER BY elementId(r) LIMIT $limit
@@ -49,9 +76,9 @@ RETURN elementId(r) AS element_id, 'Skill' AS label, coalesce(toStringOrNull(s.i
 // projection a turn reads, in pages of $limit after element id $after: doctor
 // validates each row with the same model as TurnMemory and reports what a turn
 // would skip. Skills without a string tenant are doctor_untenanted's.
-MATCH (s:Skill)
-WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
-  AND valueType(s.tenant_id) STARTS WITH 'STRING'
+// include: doctor_tenant_skills
+WITH s
+WHERE valueType(s.tenant_id) STARTS WITH 'STRING'
   AND elementId(s) > $after
 WITH s ORDER BY elementId(s) LIMIT $limit
 // include: skill_row
@@ -62,12 +89,12 @@ RETURN elementId(s) AS element_id, skill_row;
 // The identifier keys of skills and triggers with a string tenant, for doctor
 // to compare with the node's own scope (in Python: a key is JSON).
 CALL () {
-  MATCH (s:Skill)
-  WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id) AND s.symfonic_key IS NOT NULL
+  // include: doctor_tenant_skills
+  WITH s WHERE s.symfonic_key IS NOT NULL
   RETURN s AS n, 'Skill' AS label
   UNION ALL
-  MATCH (t:Trigger)
-  WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id) AND t.symfonic_key IS NOT NULL
+  // include: doctor_tenant_triggers
+  WITH t WHERE t.symfonic_key IS NOT NULL
   RETURN t AS n, 'Trigger' AS label
 }
 WITH n, label
@@ -82,8 +109,16 @@ RETURN elementId(n) AS element_id, label, coalesce(toStringOrNull(n.id), element
 // tenant's skills are then read on every turn (never cached) until a library
 // write repairs it. A published_writes that is not a list: staged writes of
 // the tenant are never seen as published.
-MATCH (c:SymfonicCatalog)
-WHERE ($tenant_id IS NULL OR c.tenant_id = $tenant_id) AND elementId(c) > $after
+CALL () {
+  MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+  RETURN c
+  UNION ALL
+  WITH 1 AS every_tenant WHERE $tenant_id IS NULL
+  MATCH (c:SymfonicCatalog)
+  RETURN c
+}
+WITH c
+WHERE elementId(c) > $after
 WITH c, [x IN [
        CASE WHEN NOT coalesce(valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0, false)
          THEN 'version ' + coalesce(toStringOrNull(c.version), '?') + ' ('
@@ -109,9 +144,9 @@ RETURN elementId(c) AS element_id, 'SymfonicCatalog' AS label,
 // Triggers with a string tenant that a turn skips or cannot use: id,
 // condition or task not strings, a namespace that is not a string (no scope
 // sees it), a status other than pending|resolved (never read), an empty task.
-MATCH (t:Trigger)
-WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id)
-  AND valueType(t.tenant_id) STARTS WITH 'STRING'
+// include: doctor_tenant_triggers
+WITH t
+WHERE valueType(t.tenant_id) STARTS WITH 'STRING'
   AND elementId(t) > $after
 WITH t, [x IN [
        CASE WHEN NOT valueType(t.id) STARTS WITH 'STRING'
@@ -151,9 +186,9 @@ RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t
 // or stale: seeded with plain Cypher (read, but through the tenant scan that
 // every turn then runs), or moved with a plain-Cypher `SET t.namespace` or
 // `SET t.tenant_id` (hidden from every turn until re-stamped).
-MATCH (t:Trigger)
-WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id)
-  AND valueType(t.tenant_id) STARTS WITH 'STRING'
+// include: doctor_tenant_triggers
+WITH t
+WHERE valueType(t.tenant_id) STARTS WITH 'STRING'
   AND elementId(t) > $after
 WITH t,
   // include: trigger_scope_of
@@ -178,9 +213,9 @@ RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t
 // what a turn of the scope sees (pending, not retracted, published): a
 // namespace sees its own and the tenant-wide ones. A namespace is listed only
 // when the tenant-wide triggers alone are within the cap.
-MATCH (t:Trigger)
-WHERE ($tenant_id IS NULL OR t.tenant_id = $tenant_id)
-  AND valueType(t.tenant_id) STARTS WITH 'STRING'
+// include: doctor_tenant_triggers
+WITH t
+WHERE valueType(t.tenant_id) STARTS WITH 'STRING'
   AND t.status = 'pending' AND NOT t:SymfonicRetracted
   AND (t.namespace IS NULL OR valueType(t.namespace) STARTS WITH 'STRING')
 WITH t.tenant_id AS tenant_id, collect(t) AS pending
@@ -233,9 +268,9 @@ RETURN label + '\u001F' + id AS element_id, label, id AS node, holders;
 // counted), and skills whose label or context, or one of whose steps, is
 // longer than $max_chars characters: a catalog must stay small enough to ship
 // every turn. Writes refuse both; these were seeded by hand.
-MATCH (s:Skill)
-WHERE ($tenant_id IS NULL OR s.tenant_id = $tenant_id)
-  AND valueType(s.tenant_id) STARTS WITH 'STRING' AND NOT s:SymfonicRetracted
+// include: doctor_tenant_skills
+WITH s
+WHERE valueType(s.tenant_id) STARTS WITH 'STRING' AND NOT s:SymfonicRetracted
 WITH s.tenant_id AS tenant_id, toStringOrNull(s.namespace) AS namespace, count(s) AS skills,
      [x IN collect(CASE WHEN size(coalesce(toStringOrNull(s.label), '')) > $max_chars
                           OR size(coalesce(toStringOrNull(s.context), '')) > $max_chars

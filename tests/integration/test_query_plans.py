@@ -8,7 +8,7 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore
-from symfonic_graph._cypher import query
+from symfonic_graph._cypher import all_queries, query
 
 pytestmark = pytest.mark.anyio
 
@@ -76,3 +76,49 @@ async def test_the_tenant_indexes_exist(driver: neo4j.AsyncDriver) -> None:
     for label in ("Skill", "Trigger", "Fact", "Precondition"):
         assert found[(label, ("tenant_id",))] == (f"{label.lower()}_tenant", "ONLINE")
     assert found[("Trigger", ("symfonic_scope", "status"))] == ("trigger_scope", "ONLINE")
+
+
+async def _db_hits(store: GraphMemoryStore, name: str, params: dict[str, Any]) -> int:
+    def hits(plan: dict[str, Any]) -> int:
+        return int(plan.get("dbHits", 0)) + sum(hits(child) for child in plan.get("children") or [])
+
+    async with store.driver.session(database=store.database, notifications_min_severity="OFF") as session:
+        result = await session.run("PROFILE " + query(name).text, params)
+        summary = await result.consume()
+    assert summary.profile is not None
+    return hits(summary.profile)
+
+
+DOCTOR_PER_TENANT = {
+    "doctor_foreign_preconditions": {"after": "", "limit": 500},
+    "doctor_skills": {"after": "", "limit": 500},
+    "doctor_keys": {"after": "", "limit": 500},
+    "doctor_catalogs": {"after": "", "limit": 500},
+    "doctor_bad_triggers": {"after": "", "limit": 500},
+    "doctor_trigger_keys": {"after": "", "limit": 500},
+    "doctor_trigger_cap": {"max_triggers": 100},
+    "doctor_skill_cap": {"max_skills": 2000, "max_chars": 4000},
+}
+
+
+async def test_doctor_for_one_tenant_reads_that_tenant_only(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
+) -> None:
+    """`doctor --tenant` costs what the tenant holds: a neighbour's 300 skills and triggers cost it nothing.
+
+    Every per-tenant check but `copied_ids` (which compares ids across tenants) starts from the tenant's
+    index; the scan of every tenant, for `doctor` without a tenant, is filtered out before it starts.
+    """
+    neighbour = f"{tenant}-neighbour"
+    forget.append(neighbour)
+    await driver.execute_query(
+        "UNWIND range(1, 300) AS i CREATE (:Skill {id: 's' + i, tenant_id: $t, label: 'x', steps: ['a'], "
+        "status: 'approved'})-[:REQUIRES {position: 0}]->(:Precondition {tenant_id: $t, kind: 'tool', tool: 'a'}), "
+        "(:Trigger {id: 't' + i, tenant_id: $t, condition: 'c', task: 'x', status: 'pending'})", {"t": neighbour})
+    assert set(DOCTOR_PER_TENANT) == {q.name for q in all_queries() if q.name.startswith("doctor_")
+                                     and "tenant_id" in q.params and q.name != "doctor_copied_ids"}
+    for name, params in DOCTOR_PER_TENANT.items():
+        quiet = await _db_hits(store, name, {"tenant_id": tenant, **params})
+        assert quiet <= 10, f"{name} read {quiet} records for a tenant that holds nothing"
+        everyone = await _db_hits(store, name, {"tenant_id": None, **params})
+        assert everyone >= 300, f"{name} without a tenant read only {everyone} records"
