@@ -17,6 +17,7 @@ Each test works in a fresh tenant id; nothing is wiped between tests.
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import inspect
 import os
 import uuid
@@ -148,6 +149,29 @@ def _schema(neo4j_settings: Neo4jSettings) -> None:
 def anyio_backend() -> str:
     """One event loop for the session, so that the driver below is opened once (~60 ms a test otherwise)."""
     return "asyncio"
+
+
+@pytest.fixture(autouse=True)
+def _schema_lock(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """Under pytest-xdist, a ``schema_change`` test runs while no other test does.
+
+    Such a test drops and creates constraints of the shared test server (to
+    rebuild an older schema), and a query of another worker that runs
+    meanwhile fails (``IndexNotFound`` for a plan using a dropped index). Every
+    test holds a shared lock on one file for all workers; a ``schema_change``
+    test holds it exclusively.
+    """
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        yield
+        return
+    exclusive = request.node.get_closest_marker("schema_change") is not None
+    path = tmp_path_factory.getbasetemp().parent / "symfonic-graph-schema.lock"  # shared by the workers
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 @pytest.fixture(autouse=True)

@@ -30,6 +30,7 @@ async def _constraints(driver: neo4j.AsyncDriver) -> set[str]:
     return set(records[0]["names"])
 
 
+@pytest.mark.schema_change  # drops and creates constraints of the shared server: under xdist it runs alone
 async def test_migration_0006_turns_global_ids_into_per_tenant_ids_on_data_of_the_previous_schema(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
 ) -> None:
