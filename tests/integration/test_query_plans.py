@@ -104,7 +104,7 @@ DOCTOR_PER_TENANT = {
 async def test_doctor_for_one_tenant_reads_that_tenant_only(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
 ) -> None:
-    """`doctor --tenant` costs what the tenant holds: a neighbour's 300 skills and triggers cost it nothing.
+    """`doctor --tenant` costs what the tenant holds: a neighbour's skills, triggers and catalog cost it nothing.
 
     Every per-tenant check but `copied_ids` (which compares ids across tenants) starts from the tenant's
     index; the scan of every tenant, for `doctor` without a tenant, is filtered out before it starts.
@@ -115,10 +115,12 @@ async def test_doctor_for_one_tenant_reads_that_tenant_only(
         "UNWIND range(1, 300) AS i CREATE (:Skill {id: 's' + i, tenant_id: $t, label: 'x', steps: ['a'], "
         "status: 'approved'})-[:REQUIRES {position: 0}]->(:Precondition {tenant_id: $t, kind: 'tool', tool: 'a'}), "
         "(:Trigger {id: 't' + i, tenant_id: $t, condition: 'c', task: 'x', status: 'pending'})", {"t": neighbour})
+    await driver.execute_query("CREATE (:SymfonicCatalog {tenant_id: $t, version: 0})", {"t": neighbour})
     assert set(DOCTOR_PER_TENANT) == {q.name for q in all_queries() if q.name.startswith("doctor_")
                                      and "tenant_id" in q.params and q.name != "doctor_copied_ids"}
     for name, params in DOCTOR_PER_TENANT.items():
         quiet = await _db_hits(store, name, {"tenant_id": tenant, **params})
         assert quiet <= 10, f"{name} read {quiet} records for a tenant that holds nothing"
         everyone = await _db_hits(store, name, {"tenant_id": None, **params})
-        assert everyone >= 300, f"{name} without a tenant read only {everyone} records"
+        least = 1 if name == "doctor_catalogs" else 300  # the neighbour has one catalog, 300 skills and triggers
+        assert everyone >= least, f"{name} without a tenant read only {everyone} records"
