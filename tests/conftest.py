@@ -45,8 +45,9 @@ class Neo4jSettings:
 
 SERVER_FIXTURE = "neo4j_settings"
 COLLECTED = pytest.StashKey[list[pytest.Item]]()
-WORKER_FIGURES = "symfonic_reliability_figures"
 """Every test this run collected, before ``-m`` deselected any (``tests/unit/test_markers_applied.py``)."""
+WORKER_FIGURES = "symfonic_reliability_figures"
+"""The key under which a pytest-xdist worker hands its reliability figures to the controller."""
 
 
 def needs_server(item: pytest.Item) -> bool:
