@@ -132,6 +132,10 @@ ERASE_BATCH = 1000
 STAGE_BATCH = 5000
 
 _MIGRATION_FILE = re.compile(r"^(\d+)_([a-z0-9_]+)\.cypher$")
+# A migration file whose comments before its first statement hold this line
+# waits for ``apply_schema(after_rollout=True)``: it removes what processes of
+# the previous release still use.
+_AFTER_ROLLOUT = "// apply: after rollout"
 # Errors a concurrent `CREATE ... IF NOT EXISTS` may raise while another
 # process creates the same rule; the rule exists afterwards either way.
 _SCHEMA_RACE_CODES = frozenset(
@@ -461,25 +465,45 @@ class GraphMemoryStore:
 
     # -- schema -----------------------------------------------------------
 
-    async def apply_schema(self) -> list[int]:
+    async def apply_schema(self, *, after_rollout: bool = False) -> list[int]:
         """Apply the versioned constraints and indexes; return versions newly applied.
 
-        Then ``stamp_keys`` gives nodes seeded with plain Cypher (or by an
-        older release) the keys the library maintains. Idempotent: a second
-        run applies nothing and returns ``[]``. Safe to run from several
-        processes at once.
+        A migration that removes what processes of the previous release still
+        use (today 0008, which drops the full-text index ``symfonic_memory_text_v2``)
+        waits until ``after_rollout=True`` says that every process using the
+        database runs this release (``symfonic-graph schema apply --after-rollout``);
+        ``waiting_migrations`` lists them. Then ``stamp_keys`` gives nodes
+        seeded with plain Cypher (or by an older release) the keys the library
+        maintains. Idempotent: a second run applies nothing and returns ``[]``.
+        Safe to run from several processes at once.
+
+        Example:
+            >>> await store.apply_schema()  # before the rollout: 0008 waits
+            [1, 2, 3, 4, 5, 6, 7]
+            >>> await store.apply_schema(after_rollout=True)  # no process of the previous release is left
+            [8]
         """
         applied = {row["version"] for row in await self._schema_read("migrations_applied")}
         done: list[int] = []
-        for version, name, statements in _migrations():
-            if version in applied:
+        for migration in _migrations():
+            if migration.version in applied or (migration.after_rollout and not after_rollout):
                 continue
-            for q in statements:
+            for q in migration.statements:
                 await self._schema_statement(q)
-            await self.write([("migration_record", {"version": version, "name": name})])
-            done.append(version)
+            await self.write([("migration_record", {"version": migration.version, "name": migration.name})])
+            done.append(migration.version)
         await self.stamp_keys()
         return done
+
+    async def waiting_migrations(self) -> list[int]:
+        """Versions that wait for ``apply_schema(after_rollout=True)``.
+
+        Example:
+            >>> await store.waiting_migrations()  # 0008 drops an index processes of the previous release use
+            [8]
+        """
+        applied = {row["version"] for row in await self._schema_read("migrations_applied")}
+        return [m.version for m in _migrations() if m.after_rollout and m.version not in applied]
 
     async def stamp_keys(self, *, batch: int = 5000) -> int:
         """Give nodes seeded with plain Cypher the keys the library keeps; return how many changed.
@@ -901,14 +925,35 @@ def _required_write_id(write_id: object) -> str:
     return checked
 
 
-def _migrations() -> list[tuple[int, str, list[Query]]]:
+@dataclass(frozen=True)
+class Migration:
+    """One file of ``cypher/schema``: its version, name and statements.
+
+    ``after_rollout`` migrations only remove what processes of the previous
+    release still use; ``apply_schema`` applies them when asked to.
+    """
+
+    version: int
+    name: str
+    statements: list[Query]
+    after_rollout: bool
+
+
+def _migrations() -> list[Migration]:
     found = []
     for path in sorted((cypher_root() / "schema").glob("*.cypher")):
         match = _MIGRATION_FILE.match(path.name)
         if not match:
             raise SchemaError(f"{path}: migration files are named NNNN_name.cypher")
-        queries = parse_queries(path.read_text(encoding="utf-8"), f"schema/{path.name}")
-        found.append((int(match[1]), match[2], queries))
+        text = path.read_text(encoding="utf-8")
+        preamble = text.split("// name:", 1)[0]
+        apply_lines = [line.strip() for line in preamble.splitlines() if line.strip().startswith("// apply:")]
+        if apply_lines not in ([], [_AFTER_ROLLOUT]):
+            raise SchemaError(
+                f"{path}: {' / '.join(apply_lines)!r} is not a known '// apply:' line; the only one is "
+                f"{_AFTER_ROLLOUT!r} (the migration then waits for `schema apply --after-rollout`)")
+        queries = parse_queries(text, f"schema/{path.name}")
+        found.append(Migration(int(match[1]), match[2], queries, after_rollout=bool(apply_lines)))
     return found
 
 

@@ -17,7 +17,10 @@ def register(sub: Any) -> None:
     schema = sub.add_parser("schema", help="the versioned constraints and indexes")
     actions = schema.add_subparsers(dest="action", required=True, metavar="ACTION")
     apply = actions.add_parser("apply", help="apply pending migrations (idempotent)")
-    apply.set_defaults(handler=lambda a: anyio.run(_schema_apply))
+    apply.add_argument("--after-rollout", action="store_true",
+                       help="also apply the migrations that drop what processes of the previous release use; "
+                            "give it once every process that uses the database runs this release")
+    apply.set_defaults(handler=lambda a: anyio.run(_schema_apply, a.after_rollout))
     status = actions.add_parser("status", help="applied migrations and the server version")
     status.add_argument("--json", action="store_true", help="machine-readable output")
     status.set_defaults(handler=lambda a: anyio.run(_schema_status, a.json))
@@ -30,10 +33,14 @@ def register(sub: Any) -> None:
     smoke.set_defaults(handler=lambda a: anyio.run(_smoke))
 
 
-async def _schema_apply() -> int:
+async def _schema_apply(after_rollout: bool = False) -> int:
     async with open_store() as store:
-        applied = await store.apply_schema()
+        applied = await store.apply_schema(after_rollout=after_rollout)
+        waiting = await store.waiting_migrations()
     print(f"applied migrations {applied}" if applied else "schema is up to date")
+    if waiting:
+        print(f"waiting for the rollout: migrations {waiting} drop what processes of the previous release use; "
+              "once every process runs this release, run `symfonic-graph schema apply --after-rollout`")
     return 0
 
 
@@ -41,10 +48,12 @@ async def _schema_status(as_json: bool) -> int:
     async with open_store() as store:
         info = await store.server_info()
         versions = [r["version"] for r in await store.read("migrations_applied")]
+        waiting = await store.waiting_migrations()
     if as_json:
-        print(json.dumps({"server": info, "migrations": versions}))
+        print(json.dumps({"server": info, "migrations": versions, "waiting_for_rollout": waiting}))
     else:
-        print(f"{info['name']} {info['version']} ({info['edition']}); migrations applied: {versions}")
+        print(f"{info['name']} {info['version']} ({info['edition']}); migrations applied: {versions}"
+              + (f"; waiting for `schema apply --after-rollout`: {waiting}" if waiting else ""))
     return 0
 
 

@@ -28,7 +28,7 @@ async def test_fixture_reaches_neo4j_5_over_bolt(driver: neo4j.AsyncDriver) -> N
 async def test_apply_schema_is_idempotent_and_recorded(store: GraphMemoryStore) -> None:
     assert await store.apply_schema() == []  # the session fixture applied it already
     rows = await store.read("migrations_applied")
-    assert [r["version"] for r in rows] == [v for v, _, _ in _migrations()]
+    assert [r["version"] for r in rows] == [m.version for m in _migrations()]
     records, _, _ = await store.driver.execute_query("SHOW CONSTRAINTS YIELD name RETURN collect(name) AS names")
     before = sorted(records[0]["names"])
     assert await store.apply_schema() == []
@@ -52,7 +52,7 @@ async def test_schema_statements_race_safely(store: GraphMemoryStore) -> None:
     would judge today's data by a rule the schema no longer has (0001's global
     ids refuse the per-tenant ids that 0006 allows).
     """
-    statements = [q for _, _, qs in _migrations() for q in qs]
+    statements = [q for m in _migrations() for q in m.statements]
     dropped = {m[1] for q in statements if (m := re.match(r"DROP (?:CONSTRAINT|INDEX) (\w+)", q.text))}
     statements = [q for q in statements
                   if not (m := re.match(r"CREATE (?:\w+ )?(?:CONSTRAINT|INDEX) (\w+)", q.text)) or m[1] not in dropped]

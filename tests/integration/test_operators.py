@@ -15,6 +15,7 @@ from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, Prosp
 from symfonic_graph._cypher import cypher_root
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import SemanticLayer
+from symfonic_graph.recall import recall
 from symfonic_graph.store import _migrations
 from tests.conftest import Neo4jSettings
 from tests.integration.test_cli import _cli
@@ -67,8 +68,56 @@ async def test_migration_0006_turns_global_ids_into_per_tenant_ids_on_data_of_th
     finally:
         await driver.execute_query("MATCH (n:Skill {tenant_id: $t}) DETACH DELETE n", {"t": f"{tenant}-other"})
         await store.apply_schema()
-        for q in next(qs for v, _, qs in _migrations() if v == 6):  # whatever failed above, 0006 holds again
+        for q in next(m.statements for m in _migrations() if m.version == 6):  # whatever failed above, 0006 holds again
             await store._schema_statement(q)
+
+
+_PREVIOUS_RECALL_INDEX = "symfonic_memory_text_v2"
+
+
+async def _fulltext_indexes(driver: neo4j.AsyncDriver) -> set[str]:
+    records, _, _ = await driver.execute_query("SHOW FULLTEXT INDEXES YIELD name RETURN collect(name) AS names")
+    return set(records[0]["names"])
+
+
+@pytest.mark.schema_change  # creates and drops a full-text index of the shared server: under xdist it runs alone
+async def test_the_previous_releases_recall_index_stays_until_the_rollout_is_over(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, neo4j_settings: Neo4jSettings, tenant: str
+) -> None:
+    scope = MemoryScope(tenant)
+    try:
+        # The database as this release's rollout finds it: the previous release's recall index, 0008 not recorded.
+        await driver.execute_query("MATCH (m:SymfonicMigration {version: 8}) DELETE m")
+        for q in next(m.statements for m in _migrations() if m.version == 4):
+            await store._schema_statement(q)
+        await driver.execute_query("CALL db.awaitIndexes(300)")
+
+        # During the rollout: `schema apply` keeps the index a process of the previous release searches.
+        assert await store.apply_schema() == []
+        assert await store.waiting_migrations() == [8]
+        fact_id = await SemanticLayer(store).add_fact(scope, "the invoice is overdue")
+        records, _, _ = await driver.execute_query(
+            "CALL db.index.fulltext.queryNodes($index, 'overdue') YIELD node WHERE node.tenant_id = $t "
+            "RETURN collect(node.id) AS ids", {"index": _PREVIOUS_RECALL_INDEX, "t": tenant})
+        assert records[0]["ids"] == [fact_id], "the previous release's recall still finds what this one writes"
+        applied = _cli(neo4j_settings, "schema", "apply")
+        assert applied.returncode == 0, applied.stderr
+        assert "waiting for the rollout: migrations [8]" in applied.stdout
+        assert "symfonic-graph schema apply --after-rollout" in applied.stdout
+        status = _cli(neo4j_settings, "schema", "status", "--json")
+        assert json.loads(status.stdout)["waiting_for_rollout"] == [8]
+        assert _PREVIOUS_RECALL_INDEX in await _fulltext_indexes(driver)
+
+        # After it: the index goes, and recall (this release's index) still finds the fact.
+        finished = _cli(neo4j_settings, "schema", "apply", "--after-rollout")
+        assert (finished.returncode, finished.stdout.strip()) == (0, "applied migrations [8]"), finished.stderr
+        assert _PREVIOUS_RECALL_INDEX not in await _fulltext_indexes(driver)
+        assert await store.waiting_migrations() == []
+        assert [hit.node_id for hit in await recall(store, scope, "overdue")] == [fact_id]
+        again = _cli(neo4j_settings, "schema", "apply", "--after-rollout")
+        assert again.stdout.strip() == "schema is up to date"
+    finally:
+        await store.apply_schema(after_rollout=True)  # whatever failed above, the suite's schema holds again
 
 
 def _tenant_literals(text: str, renames: dict[str, str]) -> str:

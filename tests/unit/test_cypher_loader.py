@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from symfonic_graph import store as store_module
 from symfonic_graph._cypher import all_queries, cypher_root, load_dir, parse_queries
-from symfonic_graph.errors import QueryFileError
+from symfonic_graph.errors import QueryFileError, SchemaError
 from symfonic_graph.store import _migrations
 
 
@@ -65,6 +66,17 @@ def test_every_shipped_file_loads_with_unique_names() -> None:
     assert _migrations(), "schema migrations are shipped"
     for path in (cypher_root() / "seeds").glob("*.cypher"):
         assert path.read_text().strip(), path
+
+
+def test_only_the_migrations_that_say_so_wait_for_the_rollout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert [m.version for m in _migrations() if m.after_rollout] == [8]  # 0008 drops the previous recall index
+    schema = tmp_path / "schema"
+    schema.mkdir()
+    (schema / "0001_drop_old.cypher").write_text("// apply: sometimes\n// name: drop_old\n// params:\nDROP INDEX x;\n")
+    monkeypatch.setattr(store_module, "cypher_root", lambda: tmp_path)
+    refused = r"0001_drop_old.cypher: '// apply: sometimes' is not a known .* the only one is '// apply: after rollout'"
+    with pytest.raises(SchemaError, match=refused):
+        _migrations()
 
 
 # Every query that reads memory for a scope; a new one must be added here.
