@@ -64,22 +64,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     config.stash[COLLECTED] = list(items)
 
 
-class SlowFirst:
-    """Under pytest-xdist (``./dev test`` runs two workers), the ``slow`` tests go first.
+class RunOrder:
+    """Under pytest-xdist (``./dev test`` runs two workers): ``slow`` tests first, ``schema_change`` tests last.
 
-    The scheduler deals its first batch out one test at a time, so they spread
-    over the workers instead of ending the run on one worker while the other
-    idles. Every worker sorts the same way, as xdist requires.
+    The scheduler deals its first batch out one test at a time, so the slow
+    tests spread over the workers instead of ending the run on one worker
+    while the other idles. A ``schema_change`` test waits until no test of the
+    shared server runs (``_schema_lock``): at the end, the other worker is
+    on the unit tests, which do not hold the lock, so it waits for nothing
+    (next to the slow tests it waited up to 29 s for one to end). Every
+    worker sorts the same way, as xdist requires.
     """
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
-        items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+        def rank(item: pytest.Item) -> int:
+            if item.get_closest_marker("schema_change") is not None:
+                return 2
+            return 0 if item.get_closest_marker("slow") is not None else 1
+
+        items.sort(key=rank)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     if os.environ.get("PYTEST_XDIST_WORKER"):
-        config.pluginmanager.register(SlowFirst(), "symfonic-slow-first")
+        config.pluginmanager.register(RunOrder(), "symfonic-run-order")
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
@@ -154,6 +163,15 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+def schema_lock_mode(item: pytest.Item) -> int | None:
+    """How a test holds the schema lock under pytest-xdist: exclusive, shared, or not at all (see below)."""
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        return None
+    if item.get_closest_marker("schema_change") is not None:
+        return fcntl.LOCK_EX
+    return fcntl.LOCK_SH if needs_server(item) else None
+
+
 @pytest.fixture(autouse=True)
 def _schema_lock(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """Under pytest-xdist, a ``schema_change`` test runs while no other test does.
@@ -161,16 +179,18 @@ def _schema_lock(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
     Such a test drops and creates constraints of the shared test server (to
     rebuild an older schema), and a query of another worker that runs
     meanwhile fails (``IndexNotFound`` for a plan using a dropped index). Every
-    test holds a shared lock on one file for all workers; a ``schema_change``
-    test holds it exclusively.
+    test of the shared server (one that reaches ``neo4j_settings``) holds a shared
+    lock on one file for all workers; a ``schema_change`` test holds it
+    exclusively. A test without the server (a unit test, one with a private
+    server) holds none, so it never keeps a schema change waiting.
     """
-    if not os.environ.get("PYTEST_XDIST_WORKER"):
+    mode = schema_lock_mode(request.node)
+    if mode is None:
         yield
         return
-    exclusive = request.node.get_closest_marker("schema_change") is not None
     path = tmp_path_factory.getbasetemp().parent / "symfonic-graph-schema.lock"  # shared by the workers
     with path.open("a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH)
+        fcntl.flock(lock, mode)
         try:
             yield
         finally:

@@ -7,6 +7,7 @@ hook alone with stand-in tests.
 
 from __future__ import annotations
 
+import fcntl
 from collections import defaultdict
 from pathlib import Path
 from types import SimpleNamespace
@@ -18,11 +19,12 @@ from tests.conftest import (
     COLLECTED,
     SERVER_FIXTURE,
     WORKER_FIGURES,
-    SlowFirst,
+    RunOrder,
     needs_server,
     pytest_collection_modifyitems,
     pytest_sessionfinish,
     pytest_testnodedown,
+    schema_lock_mode,
 )
 from tests.reliability._stats import FIGURES, summary_lines
 
@@ -93,11 +95,26 @@ class _Marked(SimpleNamespace):
         return name if name in self.marks else None
 
 
-def test_under_xdist_the_slow_tests_are_dealt_out_first_in_their_order() -> None:
-    items: list[Any] = [_Marked(n="a", marks=()), _Marked(n="b", marks=("slow",)), _Marked(n="c", marks=("neo4j",)),
-                        _Marked(n="d", marks=("slow", "neo4j"))]
-    SlowFirst().pytest_collection_modifyitems(items)
-    assert [item.n for item in items] == ["b", "d", "a", "c"]
+def test_under_xdist_slow_tests_go_first_and_schema_changes_last_each_in_their_order() -> None:
+    items: list[Any] = [_Marked(n="a", marks=()), _Marked(n="s", marks=("schema_change", "neo4j")),
+                        _Marked(n="b", marks=("slow",)), _Marked(n="c", marks=("neo4j",)),
+                        _Marked(n="t", marks=("schema_change",)), _Marked(n="d", marks=("slow", "neo4j"))]
+    RunOrder().pytest_collection_modifyitems(items)
+    assert [item.n for item in items] == ["b", "d", "a", "c", "s", "t"]
+
+
+def test_under_xdist_only_tests_of_the_shared_server_hold_the_schema_lock(monkeypatch: pytest.MonkeyPatch) -> None:
+    def test(marks: tuple[str, ...], fixtures: tuple[str, ...]) -> Any:
+        return _Marked(marks=marks, fixturenames=fixtures)
+
+    schema_change = test(("schema_change", "neo4j"), ("store", SERVER_FIXTURE))
+    monkeypatch.setenv("PYTEST_XDIST_WORKER", "gw0")
+    assert schema_lock_mode(schema_change) == fcntl.LOCK_EX
+    assert schema_lock_mode(test(("neo4j",), ("store", SERVER_FIXTURE))) == fcntl.LOCK_SH
+    assert schema_lock_mode(test((), ("tmp_path",))) is None  # a unit test: never waited for
+    assert schema_lock_mode(test(("neo4j", "slow"), ("tmp_path",))) is None  # a private server (the restart test)
+    monkeypatch.delenv("PYTEST_XDIST_WORKER")
+    assert schema_lock_mode(schema_change) is None  # one process: nothing to share
 
 
 def test_the_figures_of_every_worker_reach_the_controllers_summary() -> None:
