@@ -75,21 +75,44 @@ def test_dev_stops_at_once_when_the_port_is_taken(tmp_path: Path, command: list[
 
 
 @pytest.mark.skipif(not _dev_is_installed(), reason="./dev would install .venv first")
-@pytest.mark.parametrize(("args", "workers"), [
-    ([], "created: 2/2 workers"),  # the default: two pytest workers share the test server
-    (["-n", "0"], None),  # a -n of the caller's own wins
-    (["-p", "no:xdist"], None),  # so does turning xdist off (no -n left behind for it to refuse)
-])
-def test_dev_test_runs_two_workers_unless_told_otherwise(tmp_path: Path, args: list[str], workers: str | None) -> None:
+def test_dev_test_runs_two_workers_by_default(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "SYMFONIC_TEST_WORKERS"))}
     env["SYMFONIC_GRAPH_HOME"] = str(tmp_path / "home")  # no server recorded there
     env["NEO4J_URI"] = "bolt://127.0.0.1:1"  # a server of the caller's own: ./dev starts none (none is reached)
     selected = "tests/unit/test_cypher_loader.py::test_a_fragment_may_include_another_and_never_itself"
-    proc = subprocess.run(["bash", str(ROOT / "dev"), "test", "-p", "no:cacheprovider", *args, selected], env=env,
+    proc = subprocess.run(["bash", str(ROOT / "dev"), "test", "-p", "no:cacheprovider", selected], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "1 passed" in proc.stdout, proc.stdout
-    assert (workers in proc.stdout) if workers else ("workers" not in proc.stdout), proc.stdout
+    assert "1 passed" in proc.stdout and "created: 2/2 workers" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize(("args", "workers"), [
+    ([], ["-n", "2"]),
+    (["-x"], ["-n", "2"]),
+    (["-n", "0"], []),  # a -n of the caller's own wins
+    (["--numprocesses=3"], []),
+    (["-p", "no:xdist"], []),  # so does turning xdist off (no -n left behind for it to refuse)
+    (["--pdb"], []),
+    (["--trace"], []),
+])
+def test_dev_test_adds_two_workers_unless_told_otherwise(tmp_path: Path, args: list[str], workers: list[str]) -> None:
+    """The command ``./dev test`` ends with, seen by a stand-in interpreter in a copy of the checkout."""
+    (tmp_path / "pyproject.toml").write_text("")
+    (tmp_path / "dev").write_text((ROOT / "dev").read_text())
+    bin_dir = tmp_path / ".venv" / "bin"
+    bin_dir.mkdir(parents=True)
+    (bin_dir / "symfonic-graph").write_text("#!/bin/sh\nexit 1\n")  # `server status --uri`: no dev server
+    (bin_dir / "python").write_text("#!/bin/sh\nprintf '%s\\n' \"$@\"\n")
+    for stub in ("symfonic-graph", "python"):
+        (bin_dir / stub).chmod(0o755)
+    (tmp_path / ".venv" / ".installed").write_text("")
+    os.utime(tmp_path / "pyproject.toml", (0, 0))  # installed after the last change: nothing to install
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "SYMFONIC_TEST_WORKERS"))}
+    env["NEO4J_URI"] = "bolt://127.0.0.1:1"  # a server of the caller's own: ./dev starts none
+    proc = subprocess.run(["bash", str(tmp_path / "dev"), "test", *args], env=env, capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.splitlines() == ["-m", "pytest", *workers, *args]
 
 
 # -- the demo seed --------------------------------------------------------------------
