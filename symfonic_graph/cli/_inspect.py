@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import sys
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,10 @@ async def _doctor(args: argparse.Namespace) -> int:
     async with open_store() as store:
         await notice_if_empty(store, args.tenant)
         findings = await diagnose(store, args.tenant, max_triggers=args.max_triggers)
+        waiting = await store.waiting_migrations()
+    if waiting:  # not a problem of the data, so no finding: a rollout in progress is normal
+        print(f"notice: migrations {waiting} wait for the end of the rollout; once every process runs this "
+              "release, run `symfonic-graph schema apply --after-rollout`", file=sys.stderr)
     text = "\n".join(_printable(f"[{f.check}] {f.label} {f.node} in {f.where()}: {f.problem}") for f in findings)
     emit(args, [asdict(f) for f in findings], text or "no problems found")
     return 1 if findings and args.strict else 0

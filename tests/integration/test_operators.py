@@ -107,6 +107,9 @@ async def test_the_previous_releases_recall_index_stays_until_the_rollout_is_ove
         status = _cli(neo4j_settings, "schema", "status", "--json")
         assert json.loads(status.stdout)["waiting_for_rollout"] == [8]
         assert _PREVIOUS_RECALL_INDEX in await _fulltext_indexes(driver)
+        doctor = _cli(neo4j_settings, "doctor", "--tenant", tenant, "--strict")
+        assert doctor.returncode == 0, "a rollout in progress is no problem of the data"
+        assert "notice: migrations [8] wait for the end of the rollout" in doctor.stderr, doctor.stderr
 
         # After it: the index goes, and recall (this release's index) still finds the fact.
         finished = _cli(neo4j_settings, "schema", "apply", "--after-rollout")
@@ -116,6 +119,7 @@ async def test_the_previous_releases_recall_index_stays_until_the_rollout_is_ove
         assert [hit.node_id for hit in await recall(store, scope, "overdue")] == [fact_id]
         again = _cli(neo4j_settings, "schema", "apply", "--after-rollout")
         assert again.stdout.strip() == "schema is up to date"
+        assert "notice" not in _cli(neo4j_settings, "doctor", "--tenant", tenant).stderr
     finally:
         await store.apply_schema(after_rollout=True)  # whatever failed above, the suite's schema holds again
 
