@@ -22,7 +22,7 @@ Two figures, each a median over interleaved samples and the ratio of
 
 Every tenant the run creates (``bench-nb-<hex>-...``) is deleted at the end.
 The neighbours' triggers are created with plain Cypher (the graph model of
-SPEC §3), in batches, then stamped as ``symfonic-graph schema apply`` does.
+docs/graph-model.md), in batches, then stamped as ``symfonic-graph schema apply`` does.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""How much one big tenant costs its neighbours' turns (a script, not a test; SPEC §13 "neighbours stay apart").
+"""How much one big tenant costs its neighbours' turns (a script, not a test).
 
 Run ``eval "$(symfonic-graph server start)"`` first, then::
 

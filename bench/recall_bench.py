@@ -10,7 +10,7 @@ Tenant A holds a few facts; tenant B is seeded with ``--n`` facts that all
 match A's query, through ``SemanticLayer.add_facts`` (one batched ``UNWIND``
 write of ``--batch`` facts per transaction). A's ``recall`` p50 is measured
 with B empty and with B full, and compared with the query recall used before
-issue 12 (the same search without the tenant clause, filtered by tenant
+it searched with a tenant clause (the same search without the tenant clause, filtered by tenant
 afterwards in Cypher; it ran on the first release's index, dropped by
 migration 0005, and runs on recall's index here: the same terms match the
 same nodes). PROFILE counts how many rows the full-text procedure hands
@@ -42,7 +42,7 @@ from symfonic_graph.layers.semantic import MAX_FACTS_PER_WRITE
 from symfonic_graph.recall import RECALL_INDEX, recall, recall_search
 
 QUESTION = "which invoice is overdue"
-# The recall query before issue 12: search every tenant, filter by tenant afterwards (for comparison only).
+# The recall query before the tenant clause: search every tenant, filter by tenant afterwards (for comparison only).
 POST_FILTER = """
 CALL db.index.fulltext.queryNodes($index, $search) YIELD node, score
 WITH node, score WHERE node.tenant_id = $tenant_id AND (node.namespace IS NULL OR node.namespace = $namespace)
@@ -208,7 +208,7 @@ async def main(args: argparse.Namespace) -> None:
 
     print()
     print("| tenant B | recall p50 (tenant clause inside the search) | floor p50 | rows from the index | "
-          "post-filter p50 (before issue 12) | rows from the index |")
+          "post-filter p50 (before the tenant clause) | rows from the index |")
     print("|---|---|---|---|---|---|")
     for phase, size in phases:
         old_cells = ("n/a", "n/a") if phase.old_p50 is None else (f"{phase.old_p50:.2f} ms", f"{phase.old_rows:,}")

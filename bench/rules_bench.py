@@ -1,4 +1,4 @@
-"""Cost of mining and replay (SPEC §12): 100,000 synthetic traces of 20 tool calls each.
+"""Cost of mining and replay: 100,000 synthetic traces of 20 tool calls each.
 
 Each trace is a conversation of one shop agent: a user message, then 20 AI
 messages of one tool call each, each answered by its result. The tools come

@@ -1,6 +1,6 @@
 """symfonic-graph: procedural and prospective memory for multi-tenant agents, in Neo4j.
 
-The top level holds the contract (SPEC §8 and the rules API of §12), the
+The top level holds the contract (the memory API and the rules API), the
 errors, the record types and ``TurnMemory``. Everything else lives in its
 module (``symfonic_graph.gate``, ``symfonic_graph.recall``, ...); the
 integrations are ``symfonic_graph.langchain`` and ``symfonic_graph.langgraph``

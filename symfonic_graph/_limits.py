@@ -2,9 +2,9 @@
 
 A turn reads a scope's whole catalog in one query. A tenant that could seed
 any number of skills, or labels of any size, could make its own reads time
-out and slow the batches it shares with other tenants (SPEC §13 "neighbours
-stay apart"). The bounds are enforced when a skill is written; ``doctor``
-reports scopes seeded past them by hand.
+out and slow the batches it shares with other tenants. The bounds are
+enforced when a skill is written; ``doctor`` reports scopes seeded past
+them by hand.
 
 Example:
     >>> MAX_SKILLS_PER_SCOPE

@@ -1,4 +1,4 @@
-"""The precondition gate (SPEC §5): block tool calls whose preconditions were not called.
+"""The precondition gate: block tool calls whose preconditions were not called.
 
 The gate looks at the terminal AI message of ``state["messages"]``. For each of
 its tool calls, in order, it takes the active skills (after the state filter)
@@ -403,7 +403,7 @@ async def run_gate(
         ConfigurationError: the lookup raised, or returned no iterable of skills.
 
     ``count_failed_calls=True`` lets a failed tool result (``status="error"``)
-    satisfy a precondition, as in the seeds (SPEC §13); default False.
+    satisfy a precondition, as in the seeds; default False.
 
     Example:
         >>> import asyncio

@@ -1,4 +1,4 @@
-"""LangChain v1 agents (SPEC §11): ``MemoryMiddleware`` for ``langchain.agents.create_agent``.
+"""LangChain v1 agents: ``MemoryMiddleware`` for ``langchain.agents.create_agent``.
 
 Needs the ``langchain`` extra (``pip install 'symfonic-graph[langchain]'``);
 ``import symfonic_graph`` never imports this module.
@@ -199,7 +199,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ``TurnMemory``'s ``outage_grace``), answer every tool call with the
             gate's ``Precondition check unavailable`` error instead of passing through.
         count_failed_calls: let a failed tool result (``status="error"``)
-            satisfy a precondition, as the seeds did (default False, SPEC §13).
+            satisfy a precondition, as the seeds did (default False).
 
     Put it *before* (outside) ``AnthropicPromptCachingMiddleware`` in
     ``middleware=[...]``, so the caching middleware sees the final system

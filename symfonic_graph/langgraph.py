@@ -136,7 +136,7 @@ def create_guarded_tool_node(
             catalog of the scope is held, instead of passing through.
         messages_key: the state key holding the messages.
         count_failed_calls: let a failed tool result satisfy a precondition
-            (the seeds' behaviour; default False, SPEC §13).
+            (the seeds' behaviour; default False).
 
     The node checks the rules against ``tools`` and logs, once per scope and
     catalog, rules whose action tool it lacks (WARNING) or whose precondition
@@ -284,7 +284,7 @@ def build_agent_graph(
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A compiled agent loop: ``agent -> guarded tools -> agent``, END without tool calls.
 
-    On par with ``MemoryMiddleware`` (SPEC §13): the same pre-flight block,
+    On par with ``MemoryMiddleware``: the same pre-flight block,
     reminders, outage policy and tool check.
 
     Args:

@@ -1,4 +1,4 @@
-"""Rules checked against the agent's tools (SPEC §13).
+"""Rules checked against the agent's tools.
 
 A rule names tools by string. A typo in its action tool (``delete_acount``)
 means it never applies; a precondition tool the agent does not have

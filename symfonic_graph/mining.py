@@ -1,4 +1,4 @@
-"""Mine "call A before B" rules from recorded conversations (SPEC §12).
+"""Mine "call A before B" rules from recorded conversations.
 
 The semantics, in the order they are applied:
 

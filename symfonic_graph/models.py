@@ -62,7 +62,7 @@ class Skill(BaseModel):
     """A procedural-memory skill as read from the graph.
 
     ``preconditions`` holds the typed entries (the gate and pre-flight read
-    them); ``metadata`` is the derived mapping of SPEC §3 for duck-typed callers.
+    them); ``metadata`` is the derived mapping for duck-typed callers.
     ``enforcement`` is ``"shadow"`` for a rule that is reported, never enforced.
 
     Example:
@@ -107,7 +107,7 @@ class Skill(BaseModel):
 
     @property
     def metadata(self) -> dict[str, Any]:
-        """The mapping the gate and pre-flight read (SPEC §3)."""
+        """The mapping the gate and pre-flight read."""
         return {
             "label": self.label,
             "steps": list(self.steps),

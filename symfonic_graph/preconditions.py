@@ -1,4 +1,4 @@
-"""Pure precondition rules shared by the gate and the pre-flight block (SPEC §4).
+"""Pure precondition rules shared by the gate and the pre-flight block.
 
 Nothing here touches Neo4j or LangGraph. A *skill* is any object with a
 ``metadata`` mapping (duck typing); a plain mapping holding a ``"metadata"``
@@ -216,7 +216,7 @@ def state_predicates(skill: object) -> list[Any]:
 
     A mapping with a bad path, op or value is kept so that it fails closed in
     :func:`evaluate_predicate`. An item ``{"state": X}`` whose ``X`` is not a
-    mapping is not a predicate: it contributes nothing (SPEC §4).
+    mapping is not a predicate: it contributes nothing.
 
     Example:
         >>> from types import SimpleNamespace
@@ -449,7 +449,7 @@ def filter_skills_by_state_predicates(skills: Iterable[Any] | None, state: objec
     return list(result.kept)
 
 
-# --- tool requirements (SPEC §13) ------------------------------------------------------
+# --- tool requirements ------------------------------------------------------
 
 
 def _json_key(value: object) -> str | None:

@@ -1,4 +1,4 @@
-"""The pre-flight block (SPEC §6): ordering rules for the cached system prompt.
+"""The pre-flight block: ordering rules for the cached system prompt.
 
 The block depends only on the skills and their order (plus ``state`` when
 given), so while a tenant's catalog is unchanged it is byte-identical from

@@ -1,4 +1,4 @@
-"""Memory layers, the retrieval policy, and generic recall (SPEC §7).
+"""Memory layers, the retrieval policy, and generic recall.
 
 Generic recall searches the memory layers by text. By default it searches
 every layer, so a pending reminder also surfaces as a bare

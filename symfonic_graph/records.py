@@ -114,7 +114,7 @@ class StatePrecondition(_Entry):
     """The skill applies only while ``path op value`` holds in the graph state.
 
     Kept whatever its path, op and value when read from the graph: a malformed
-    predicate never holds (SPEC §4), so it fails closed.
+    predicate never holds, so it fails closed.
     """
 
     kind: Literal["state"] = "state"
@@ -405,13 +405,13 @@ def state_problem(entry: StatePrecondition) -> str | None:
     return None
 
 
-# --- the duck-typed metadata view (SPEC §3-§6), both directions ------------------------
+# --- the duck-typed metadata view, both directions ------------------------
 
 
 def precondition_item(entry: Precondition, *, typed: bool = False) -> Any:
     """The ``metadata["precondition"]`` item of ``entry``.
 
-    A plain tool is its name and advice its text (SPEC §3); ``typed=True`` keeps
+    A plain tool is its name and advice its text; ``typed=True`` keeps
     the kind explicit (``{"text": ...}``) so that reading it back cannot guess wrong.
     """
     if isinstance(entry, ToolPrecondition):
@@ -436,7 +436,7 @@ def precondition_from_item(item: object) -> Precondition | None:
     """The entry of one duck-typed ``metadata["precondition"]`` item, or None when it contributes nothing.
 
     Lenient: a malformed state predicate is kept (it fails closed); a
-    ``{"state": X}`` whose ``X`` is not a mapping contributes nothing (SPEC §9).
+    ``{"state": X}`` whose ``X`` is not a mapping contributes nothing.
 
     Example:
         >>> precondition_from_item("auth").kind, precondition_from_item("Be polite.").kind

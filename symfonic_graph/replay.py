@@ -1,4 +1,4 @@
-"""Replay rules over recorded conversations before they block anyone (SPEC §12).
+"""Replay rules over recorded conversations before they block anyone.
 
 ``replay`` walks each trace and, at every AI message with tool calls, asks
 the gate's own decision (``symfonic_graph.gate``) what it would have done

@@ -1,4 +1,4 @@
-"""OpenTelemetry traces of the turn read and the gate (SPEC §11 "Observability").
+"""OpenTelemetry traces of the turn read and the gate.
 
 With the ``otel`` extra (``pip install 'symfonic-graph[otel]'``) and a tracer
 provider configured by the application:

@@ -1,4 +1,4 @@
-"""Recorded conversations (SPEC §12): ``Trace`` and a streaming ``load_traces``.
+"""Recorded conversations: ``Trace`` and a streaming ``load_traces``.
 
 A trace is one conversation as the gate reads it: LangChain messages, their
 dicts, or the OpenAI chat-completions shape. ``load_traces`` reads a JSON

@@ -1,4 +1,4 @@
-"""Prospective triggers (SPEC §7): pending reminders offered to the turn.
+"""Prospective triggers: pending reminders offered to the turn.
 
 A turn reads the scope's pending triggers from a source, asks a
 deployment-supplied evaluator whether each condition holds for the turn's cue,
@@ -115,7 +115,7 @@ class GraphPendingTriggers:
     enforced in the Cypher; every row is checked again on the way out and a
     row that does not belong to the scope is dropped and logged at ERROR.
     Triggers from every write path are read: ``set_trigger``, a staged write
-    after ``store.publish``, and nodes seeded with plain Cypher (SPEC §3).
+    after ``store.publish``, and nodes seeded with plain Cypher.
 
     Example:
         >>> source = GraphPendingTriggers(store)

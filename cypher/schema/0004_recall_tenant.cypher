@@ -1,6 +1,6 @@
 // name: memory_text_tenant_index
 // params:
-// Full-text index for generic recall that also indexes `tenant_id` (issue 12).
+// Full-text index for generic recall that also indexes `tenant_id`.
 // Recall's Lucene query makes the tenant a required phrase clause, so the
 // search itself yields only the caller's tenant (plus, at worst, tenants whose
 // ids contain its tokens in order; the exact Cypher equality removes those),

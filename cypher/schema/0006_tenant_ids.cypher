@@ -1,6 +1,6 @@
 // name: skill_id_per_tenant
 // params:
-// Ids are unique per tenant (SPEC §14): a (tenant_id, id) key replaces the
+// Ids are unique per tenant: a (tenant_id, id) key replaces the
 // global `skill_id` constraint, so two tenants may seed the same id and a
 // `MERGE (s:Skill {tenant_id: ..., id: ...})` never reaches another tenant's
 // node. Created before the global constraint is dropped, so no moment is

@@ -1,6 +1,6 @@
 // name: trigger_scope_index
 // params:
-// Cost isolation of the trigger read (issue 21): a library-maintained scope
+// Cost isolation of the trigger read: a library-maintained scope
 // key on every trigger, `symfonic_scope` = tenant_id + U+001F + (namespace or
 // ''), indexed with the status. A turn seeks the tenant-wide key and its own
 // namespace's key, so another namespace's pending triggers are never handed

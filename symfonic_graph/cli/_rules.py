@@ -1,4 +1,4 @@
-"""``symfonic-graph rules lint``: a scope's rules checked against an agent's tools (SPEC §13)."""
+"""``symfonic-graph rules lint``: a scope's rules checked against an agent's tools."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Rules an operator can trust (SPEC §12): ``rules replay|mine`` and ``skills approve|reject|shadow|enforce``.
+"""Rules an operator can trust: ``rules replay|mine`` and ``skills approve|reject|shadow|enforce``.
 
 The ``rules`` and ``skills`` commands are made once by ``build_parser``; this
 module adds its actions to them.
