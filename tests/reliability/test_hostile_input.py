@@ -211,6 +211,7 @@ class HostileProbe:
         async def run() -> tuple[Any, Any]:
             trigger_id = await self.triggers.set_trigger(self.scope, **args)
             trigger = _one(await self.triggers.get_pending(self.scope), trigger_id)
+            await self.triggers.resolve_trigger(self.scope, trigger_id)  # read back: the next reads skip it
             return value, getattr(trigger, field)
 
         await self.attempt("set_trigger", field, value, run)
@@ -228,6 +229,7 @@ class HostileProbe:
         async def run() -> tuple[Any, Any]:
             fact_id = await self.facts.add_fact(self.scope, value)
             fact = _one(await self.facts.list_facts(self.scope), fact_id)
+            await self.store.retract(self.scope, fact_id, reason="read back")  # the next reads skip it
             return value, fact.text
 
         await self.attempt("SemanticLayer.add_fact", "text", value, run)
