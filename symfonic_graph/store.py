@@ -946,8 +946,11 @@ def _migrations() -> list[Migration]:
         if not match:
             raise SchemaError(f"{path}: migration files are named NNNN_name.cypher")
         text = path.read_text(encoding="utf-8")
-        preamble = text.split("// name:", 1)[0]
+        preamble, _, rest = text.partition("// name:")
         apply_lines = [line.strip() for line in preamble.splitlines() if line.strip().startswith("// apply:")]
+        if any(line.strip().startswith("// apply:") for line in rest.splitlines()):
+            raise SchemaError(f"{path}: an '// apply:' line belongs before the first '// name:' header, "
+                              "where it applies to the whole migration")
         if apply_lines not in ([], [_AFTER_ROLLOUT]):
             raise SchemaError(
                 f"{path}: {' / '.join(apply_lines)!r} is not a known '// apply:' line; the only one is "

@@ -77,6 +77,11 @@ def test_only_the_migrations_that_say_so_wait_for_the_rollout(tmp_path: Path, mo
     refused = r"0001_drop_old.cypher: '// apply: sometimes' is not a known .* the only one is '// apply: after rollout'"
     with pytest.raises(SchemaError, match=refused):
         _migrations()
+    # Misplaced, it would be read as a comment and the drop would run during the rollout: refused too.
+    misplaced = "// name: drop_old\n// apply: after rollout\n// params:\nDROP INDEX x;\n"
+    (schema / "0001_drop_old.cypher").write_text(misplaced)
+    with pytest.raises(SchemaError, match=r"0001_drop_old.cypher: an '// apply:' line belongs before the first"):
+        _migrations()
 
 
 # Every query that reads memory for a scope; a new one must be added here.
