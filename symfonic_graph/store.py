@@ -939,6 +939,10 @@ class Migration:
     after_rollout: bool
 
 
+def _apply_lines(text: str) -> list[str]:
+    return [line.strip() for line in text.splitlines() if line.strip().startswith("// apply:")]
+
+
 def _migrations() -> list[Migration]:
     found = []
     for path in sorted((cypher_root() / "schema").glob("*.cypher")):
@@ -947,8 +951,8 @@ def _migrations() -> list[Migration]:
             raise SchemaError(f"{path}: migration files are named NNNN_name.cypher")
         text = path.read_text(encoding="utf-8")
         preamble, _, rest = text.partition("// name:")
-        apply_lines = [line.strip() for line in preamble.splitlines() if line.strip().startswith("// apply:")]
-        if any(line.strip().startswith("// apply:") for line in rest.splitlines()):
+        apply_lines = _apply_lines(preamble)
+        if _apply_lines(rest):
             raise SchemaError(f"{path}: an '// apply:' line belongs before the first '// name:' header, "
                               "where it applies to the whole migration")
         if apply_lines not in ([], [_AFTER_ROLLOUT]):

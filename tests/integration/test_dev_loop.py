@@ -74,11 +74,17 @@ def test_dev_stops_at_once_when_the_port_is_taken(tmp_path: Path, command: list[
     assert proc.stdout == "", "neither the demo nor pytest ran"
 
 
-@pytest.mark.skipif(not _dev_is_installed(), reason="./dev would install .venv first")
-def test_dev_test_runs_two_workers_by_default(tmp_path: Path) -> None:
+def _env_with_a_server_of_its_own(tmp_path: Path) -> dict[str, str]:
+    """The environment of a caller of ``./dev test`` with its own NEO4J_URI: ./dev starts no server."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "SYMFONIC_TEST_WORKERS"))}
     env["SYMFONIC_GRAPH_HOME"] = str(tmp_path / "home")  # no server recorded there
-    env["NEO4J_URI"] = "bolt://127.0.0.1:1"  # a server of the caller's own: ./dev starts none (none is reached)
+    env["NEO4J_URI"] = "bolt://127.0.0.1:1"  # never reached
+    return env
+
+
+@pytest.mark.skipif(not _dev_is_installed(), reason="./dev would install .venv first")
+def test_dev_test_runs_two_workers_by_default(tmp_path: Path) -> None:
+    env = _env_with_a_server_of_its_own(tmp_path)
     selected = "tests/unit/test_cypher_loader.py::test_a_fragment_may_include_another_and_never_itself"
     proc = subprocess.run(["bash", str(ROOT / "dev"), "test", "-p", "no:cacheprovider", selected], env=env,
                           capture_output=True, text=True, timeout=120, check=False)
@@ -107,8 +113,7 @@ def test_dev_test_adds_two_workers_unless_told_otherwise(tmp_path: Path, args: l
         (bin_dir / stub).chmod(0o755)
     (tmp_path / ".venv" / ".installed").write_text("")
     os.utime(tmp_path / "pyproject.toml", (0, 0))  # installed after the last change: nothing to install
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NEO4J_", "SYMFONIC_TEST_WORKERS"))}
-    env["NEO4J_URI"] = "bolt://127.0.0.1:1"  # a server of the caller's own: ./dev starts none
+    env = _env_with_a_server_of_its_own(tmp_path)
     proc = subprocess.run(["bash", str(tmp_path / "dev"), "test", *args], env=env, capture_output=True, text=True,
                           timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
