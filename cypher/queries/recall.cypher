@@ -5,10 +5,11 @@
 // recall.recall_search: `+symfonic_tenant_token:<token>^0 +(<text fields>:(<terms>))`,
 // so the exact tenant is a required clause INSIDE the search (one token
 // Lucene cannot widen to another tenant) and the procedure yields only this
-// tenant's candidates. While some skill, trigger or fact has no token yet
-// (seeded with plain Cypher; the count store answers in O(1)),
-// `search_unstamped` is used instead: its tenant clause also accepts the
-// phrase over `tenant_id`, so those nodes are still found. The clause has
+// tenant's candidates. While some skill, trigger or fact OF THIS TENANT has
+// no token yet (seeded with plain Cypher; found from the tenant's own index
+// entries, so another tenant's hand-seeded nodes never change this tenant's
+// query or its cost), `search_unstamped` is used instead: its tenant clause
+// also accepts the phrase over `tenant_id`, so those nodes are still found. The clause has
 // boost 0: a node that matched the tenant but none of the terms scores 0 and
 // is dropped here (`score > 0`). The exact equality below stays the authority
 // on visibility: tenant, namespace, markers, approved and active skills only,
@@ -16,7 +17,9 @@
 // allows.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published,
-     CASE WHEN COUNT { (:Skill) } + COUNT { (:Trigger) } + COUNT { (:Fact) } <> COUNT { (:SymfonicTokened) }
+     CASE WHEN EXISTS { MATCH (n:Skill) WHERE n.tenant_id = $tenant_id AND NOT n:SymfonicTokened }
+            OR EXISTS { MATCH (n:Trigger) WHERE n.tenant_id = $tenant_id AND NOT n:SymfonicTokened }
+            OR EXISTS { MATCH (n:Fact) WHERE n.tenant_id = $tenant_id AND NOT n:SymfonicTokened }
           THEN $search_unstamped ELSE $search END AS search
 CALL db.index.fulltext.queryNodes('symfonic_memory_text_v3', search) YIELD node, score
 WITH node, score, published,

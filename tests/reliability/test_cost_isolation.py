@@ -231,3 +231,28 @@ async def test_plain_cypher_facts_without_a_token_are_recalled_reported_and_stam
     assert sorted(str(h) for h in await recall(store, scope, word)) == expected
     assert sorted(await yielded(driver, recall_search(tenant, word))) == [tenant] * 3  # by token alone now
     assert not [f for f in await diagnose(store, tenant) if f.check == "tenant_tokens"]
+
+
+async def test_a_neighbours_plain_cypher_node_never_changes_a_tenants_recall_query_or_cost(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
+) -> None:
+    """One hand-seeded node of any tenant once switched every tenant's recall to the unstamped search."""
+    quiet, neighbour = MemoryScope(f"{tenant}-quiet"), MemoryScope(f"{tenant}-hand")
+    forget.extend([quiet.tenant_id, neighbour.tenant_id])
+    word = "okapi" + tenant[-12:]
+    await SemanticLayer(store).add_facts(quiet, [f"{word} quiet fact {i}" for i in range(3)])
+    await store.stamp_keys()  # leftovers of other runs must not hold the fallback on for this tenant
+    params = {**quiet.params(), "write_id": None, "search": recall_search(quiet.tenant_id, word),
+              "search_unstamped": "this search would fail: the quiet tenant has no unstamped node",
+              "labels": ["Fact", "Skill", "Trigger"], "limit": 10}
+    before = _profile_totals(await _profile(store, "memory_recall", params))
+
+    await driver.execute_query(PLAIN_FACT, {"id": "f-plain", "tenant_id": neighbour.tenant_id,
+                                            "text": f"{word} plain fact"})
+    for kind in ("Skill", "Trigger"):  # every label recall reads, hand-seeded without a token
+        await driver.execute_query(f"CREATE (:{kind} {{id: 'plain', tenant_id: $t, label: $w, condition: $w,"
+                                   " task: 'x', status: 'approved'})", {"t": neighbour.tenant_id, "w": word})
+    after = _profile_totals(await _profile(store, "memory_recall", params))  # a bad search would raise here
+    assert after == before, f"the quiet tenant's recall (db hits, rows) went from {before} to {after}"
+    assert sorted(str(h) for h in await recall(store, neighbour, word)) == [  # its own are still found
+        f"[procedural] {word}", f"[semantic] {word} plain fact"]
