@@ -189,7 +189,8 @@ def _steps(plan: SeedPlan) -> list[Step]:
         if block.triggers:
             steps += [Step("trigger_keys_held", {"keys": held_keys(block.triggers), **scope.params()},
                            refuse_held_keys("trigger"), key=f"trigger_keys:{i}"),
-                      Step("triggers_write", {"rows": block.triggers}, key=f"triggers:{i}")]
+                      Step("triggers_write", {"rows": block.triggers}, key=f"triggers:{i}"),
+                      Step("skills_owned_count", scope.params(), refuse_over_cap(scope), key=f"trigger_cap:{i}")]
     return steps
 
 
@@ -257,7 +258,9 @@ def _batches(plan: SeedPlan, write_id: str, size: int) -> list[tuple[int, list[S
             out.append((i, [*guard,
                             Step("trigger_keys_held", {"keys": held_keys(rows), **scope.params()},
                                  refuse_held_keys("trigger"), key="trigger_keys"),
-                            Step("triggers_write", {"rows": rows}, key="triggers")]))
+                            Step("triggers_write", {"rows": rows}, key="triggers"),
+                            Step("skills_owned_after_staging", {**scope.params(), "write_id": write_id},
+                                 refuse_over_cap(scope), key="trigger_cap")]))
     return out
 
 

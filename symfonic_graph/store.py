@@ -30,6 +30,7 @@ from neo4j.exceptions import AuthError, ClientError, ConfigurationError, DriverE
 
 from symfonic_graph import _validate as v
 from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
+from symfonic_graph._limits import refuse_over_cap
 from symfonic_graph.errors import (
     AuthenticationError,
     AuthorityError,
@@ -589,14 +590,22 @@ class GraphMemoryStore:
         return node
 
     async def restore(self, scope: MemoryScope, node_id: str) -> str:
-        """Undo ``retract``; ``node_id`` as for ``retract``. Returns the node's id."""
-        return await self._marker("node_restore", scope, node_id)
+        """Undo ``retract``; ``node_id`` as for ``retract``. Returns the node's id.
 
-    async def _marker(self, name: str, scope: MemoryScope, node_id: str, **extra: Any) -> str:
+        Raises, besides what ``retract`` raises:
+            ValidationError: the restored node would take the scope over its
+                skill cap or its budget (``_limits``); nothing changes.
+        """
+        return await self._marker("node_restore", scope, node_id,
+                                  cap=Step("skills_owned_count", scope.params(), refuse_over_cap(scope)))
+
+    async def _marker(self, name: str, scope: MemoryScope, node_id: str, *, cap: Step | None = None,
+                      **extra: Any) -> str:
         v.text("node_id", node_id)
         params = {**scope.params(), "node_id": node_id, **extra}
         written = await self.write(
-            [Step(name, params, _one_target(scope, node_id)), ("catalog_bump", {"tenant_id": scope.tenant_id})]
+            [Step(name, params, _one_target(scope, node_id)), *([cap] if cap is not None else []),
+             ("catalog_bump", {"tenant_id": scope.tenant_id})]
         )
         return str(written.one(name)["id"])
 
@@ -720,7 +729,9 @@ class GraphMemoryStore:
             params = {**scope.params(), "write_id": write_id}
             steps += [Step("staged_keys_held", params, refuse_held_keys("node"), key=f"held:{i}"),
                       Step("write_prepare_batch", {**params, "limit": share}, all_prepared, key=f"prepare:{i}"),
-                      Step("write_publish_listed", params, key=f"listed:{i}")]
+                      Step("write_publish_listed", params, key=f"listed:{i}"),
+                      # the scope as readers will now see it, within its skill cap and budget
+                      Step("skills_owned_after_staging", params, refuse_over_cap(scope), key=f"cap:{i}")]
         steps += [Step("catalog_bump", {"tenant_id": t}, key=f"bump:{t}") for t in tenants]
         written = await self.write(steps)
         return sum(int(written.one(f"listed:{i}")["published"]) for i in range(len(scopes)))

@@ -272,17 +272,20 @@ class TurnMemory:
         ``turn_snapshot_warm`` runs; the entries whose catalog moved are then
         read again with ``turn_snapshot``, which ships their skills.
         """
-        warm = all(entry["known_version"] is not None for entry in scopes)
-        name = "turn_snapshot_warm" if warm else "turn_snapshot"
-        rows = await self.store.read(name, scopes=scopes, max_triggers=self.max_triggers)
-        for row in rows:
-            row["query"] = name
-        moved = [i for i, row in enumerate(rows) if row["skills_fresh"]] if warm else []
-        if moved:
-            again = await self.store.read("turn_snapshot", scopes=[scopes[i] for i in moved],
-                                          max_triggers=self.max_triggers)
-            for i, row in zip(moved, again, strict=True):
-                rows[i] = {**row, "query": "turn_snapshot"}
+        with self.store.deadline():  # a batch runs in a context of its own: one query_timeout for it
+            warm = all(entry["known_version"] is not None for entry in scopes)
+            name = "turn_snapshot_warm" if warm else "turn_snapshot"
+            rows = await self.store.read(name, scopes=scopes, max_triggers=self.max_triggers)
+            for row in rows:
+                row["query"] = name
+            moved = [i for i, row in enumerate(rows) if row["skills_fresh"]] if warm else []
+            if moved:
+                again = await self.store.read("turn_snapshot", scopes=[scopes[i] for i in moved],
+                                              max_triggers=self.max_triggers)
+                for i, row in zip(moved, again, strict=True):
+                    rows[i] = {**row, "query": "turn_snapshot"}
+        for row in rows:  # what the coalescer weighs: a scope that ships a lot is read outside batches
+            row["shipped"] = _chars(row["skills"]) + _chars(row["triggers"])
         return rows
 
     async def get_active_skills(self, state: Any) -> Sequence[Skill]:
@@ -296,6 +299,19 @@ class TurnMemory:
         if snapshot is None or self.clock() - snapshot.taken_at >= self.max_age:
             snapshot = await self.begin(scope)
         return snapshot.skills
+
+
+def _chars(value: Any, depth: int = 0) -> int:
+    """Characters of text in a shipped value (strings in maps and lists; other values count 8)."""
+    if isinstance(value, str):
+        return len(value)
+    if depth > 6:
+        return 8
+    if isinstance(value, Mapping):
+        return sum(_chars(v, depth + 1) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return sum(_chars(v, depth + 1) for v in value)
+    return 8
 
 
 def _remember(cache: OrderedDict[MemoryScope, Any], scope: MemoryScope, value: Any, limit: int) -> None:

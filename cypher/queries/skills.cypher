@@ -73,15 +73,67 @@ WHERE NOT coalesce(n.tenant_id = $tenant_id AND
   , false)
 RETURN key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
+// fragment: scope_load
+// params: tenant_id, namespace
+// What a scope owns that its turn reads will ship once the write in progress
+// (write id `wid`, null for a live write) is visible, with `published` the
+// tenant catalog's list: `skills` counted, and `weight`, the characters of
+// the text of its skills (drafts included), their preconditions and its
+// pending triggers, each node counting 1,024 more (a node costs a read as much
+// as that much text; symfonic_graph/_limits.py). Retracted nodes, versions a
+// published write replaced, versions this write replaces and unlisted staged
+// nodes of other writes (abandoned or not yet published) do not count.
+CALL (published, wid) {
+  MATCH (s:Skill {tenant_id: $tenant_id})
+  WHERE coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
+    AND NOT s:SymfonicRetracted
+    AND NOT coalesce(s.symfonic_replaced_by IN published, false)
+    AND NOT coalesce(s.symfonic_replaced_by = coalesce($namespace, '') + '\u001F' + wid, false)
+    AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = wid
+         OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
+    AND NOT EXISTS { MATCH (:Skill {symfonic_key: s.symfonic_key + '\u0000staged:' + wid}) }
+  CALL (s) {
+    OPTIONAL MATCH (s)-[:REQUIRES]->(p:Precondition)
+    WITH p WHERE p IS NOT NULL
+    RETURN sum(1024 + reduce(n = 0, x IN [p.tool, p.path, p.op, p.text] | n + coalesce(size(toStringOrNull(x)), 0))
+               + reduce(n = 0, x IN CASE WHEN valueType(p.tools) STARTS WITH 'LIST' THEN p.tools ELSE [p.tools] END
+                        | n + 1 + coalesce(size(toStringOrNull(x)), 0))
+               + reduce(n = 0, x IN CASE WHEN valueType(p.value) STARTS WITH 'LIST' THEN p.value ELSE [p.value] END
+                        | n + 1 + coalesce(size(toStringOrNull(x)), 0))
+               + reduce(n = 0, x IN CASE WHEN valueType(p.same_args) STARTS WITH 'LIST' THEN p.same_args
+                                         ELSE [p.same_args] END
+                        | n + 1 + coalesce(size(toStringOrNull(x)), 0))) AS pre
+  }
+  RETURN count(s) AS skills,
+         sum(1024 + pre + reduce(n = 0, x IN [s.id, s.label, s.identifier, s.action_tool, s.context, s.source]
+                                | n + coalesce(size(toStringOrNull(x)), 0))
+             + reduce(n = 0, x IN CASE WHEN valueType(s.steps) STARTS WITH 'LIST' THEN s.steps ELSE [s.steps] END
+                      | n + 1 + coalesce(size(toStringOrNull(x)), 0))) AS skill_weight
+}
+CALL (published, wid) {
+  MATCH (t:Trigger {tenant_id: $tenant_id})
+  WHERE coalesce(t.namespace = $namespace, t.namespace IS NULL AND $namespace IS NULL)
+    AND t.status = 'pending' AND NOT t:SymfonicRetracted
+    AND NOT coalesce(t.symfonic_replaced_by IN published, false)
+    AND NOT coalesce(t.symfonic_replaced_by = coalesce($namespace, '') + '\u001F' + wid, false)
+    AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = wid
+         OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
+    AND NOT EXISTS { MATCH (:Trigger {symfonic_key: t.symfonic_key + '\u0000staged:' + wid}) }
+  RETURN sum(1024 + reduce(n = 0, x IN [t.id, t.condition, t.task] | n + coalesce(size(toStringOrNull(x)), 0)))
+         AS trigger_weight
+}
+RETURN skills, skill_weight + trigger_weight AS weight
+
 // name: skills_owned_count
 // params: tenant_id, namespace
-// How many skills the scope owns (staged ones included, retracted ones not),
-// read inside a skill write to refuse one that would take the scope over its
-// cap (symfonic_graph/_limits.py): a catalog must stay small enough to ship.
-MATCH (s:Skill {tenant_id: $tenant_id})
-WHERE coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
-  AND NOT s:SymfonicRetracted
-RETURN count(s) AS skills;
+// How many skills the scope owns and the weight of what its turn reads ship
+// (scope_load), read inside a write to refuse one that would take the scope
+// over its cap or its budget (symfonic_graph/_limits.py): a catalog must stay
+// small enough to ship every turn.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, null AS wid
+// include: scope_load
+;
 
 // name: skills_visible
 // params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, limit

@@ -160,11 +160,12 @@ RETURN count(n) AS staged;
 
 // name: skills_owned_after_staging
 // params: tenant_id, namespace, write_id
-// The scope's skill count once a staged write is published: like
-// skills_owned_count, but a live skill that a staged skill of the write will
-// replace counts once, not twice (a batched re-seed of a full scope fits).
-MATCH (s:Skill {tenant_id: $tenant_id})
-WHERE coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
-  AND NOT s:SymfonicRetracted
-  AND NOT EXISTS { MATCH (:Skill {symfonic_key: s.symfonic_key + '\u0000staged:' + $write_id}) }
-RETURN count(s) AS skills;
+// skills_owned_count once a staged write is published: a live skill or
+// trigger that a staged one of the write replaces counts once, not twice (a
+// batched re-seed of a full scope fits), and unlisted nodes of other writes
+// not at all. Run again inside publish's flip, it checks the scope as it
+// will be read.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, $write_id AS wid
+// include: scope_load
+;

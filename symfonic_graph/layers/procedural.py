@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict
 
 from symfonic_graph import _validate as v
 from symfonic_graph._isolation import keep_owned
-from symfonic_graph._limits import refuse_over_cap
+from symfonic_graph._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
 from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
 from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
@@ -142,6 +142,7 @@ class ProceduralLayer:
     ) -> Written:
         """Write the rows in one transaction, then run ``read_back`` in it; ``skills_write`` holds the ids
         in row order (a re-seeded identifier keeps its id)."""
+        refuse_heavy_write("skills", sum(map(skill_weight, rows)))  # before the scope's budget, checked in the write
         return await self.store.write_staged(
             scope,
             write_id,
@@ -149,7 +150,7 @@ class ProceduralLayer:
                 Step("skill_keys_held", {"keys": held_keys(rows), **scope.params()}, refuse_held_keys("skill")),
                 Step("skills_write", {"rows": rows}),
                 *read_back,
-                Step("skills_owned_count", scope.params(), refuse_over_cap(scope)),
+                _cap_step(scope, write_id),
                 Step("catalog_bump", {"tenant_id": scope.tenant_id}),
             ],
         )
@@ -234,9 +235,11 @@ class ProceduralLayer:
         rows = [_mined_row(scope, p, f"proposals[{i}].") for i, p in enumerate(proposals)]
         if not rows:
             return []
+        refuse_heavy_write("proposals", sum(map(skill_weight, rows)))
         written = await self.store.write(
             [Step("skill_keys_held", {"keys": held_keys(rows), **scope.params()}, refuse_held_keys("skill")),
-             Step("mined_drafts_write", {"rows": rows, **scope.params()})],
+             Step("mined_drafts_write", {"rows": rows, **scope.params()}),
+             Step("skills_owned_count", scope.params(), refuse_over_cap(scope))],  # drafts count: approve ships them
         )
         by_identifier = {r["identifier"]: r for r in written["mined_drafts_write"]}
         return [dict(by_identifier[row["identifier"]]) for row in rows]
@@ -247,8 +250,16 @@ class ProceduralLayer:
         params = {**scope.params(), "skill_id": v.text("skill_id", skill_id)}
         steps = [Step("skill_set_status", {**params, "status": status}, owned_by(scope, skill_id))]
         if take_key:  # a draft of an identifier takes over the live skill's key, never another scope's
-            steps += [Step("skill_draft_key_held", params, refuse_held_keys("skill")), Step("skill_take_key", params)]
+            steps += [Step("skill_draft_key_held", params, refuse_held_keys("skill")), Step("skill_take_key", params),
+                      Step("skills_owned_count", scope.params(), refuse_over_cap(scope))]
         await self.store.write([*steps, Step("catalog_bump", {"tenant_id": scope.tenant_id})])
+
+
+def _cap_step(scope: MemoryScope, write_id: str | None) -> Step:
+    """The step refusing a write that takes its scope over the skill cap or the budget (``_limits``)."""
+    if write_id is None:
+        return Step("skills_owned_count", scope.params(), refuse_over_cap(scope))
+    return Step("skills_owned_after_staging", {**scope.params(), "write_id": write_id}, refuse_over_cap(scope))
 
 
 def _approved_rows(
@@ -314,9 +325,13 @@ def _skill_row(
         "source": source,
         "preconditions": preconditions,
     }
+    check_sizes(f"{p}action_tool", content["action_tool"])
+    for i, pre in enumerate(preconditions):  # every string at most MAX_PROPERTY_BYTES, every list MAX_LIST_ITEMS
+        check_sizes(f"{p}precondition[{i}]", {k: pre[k] for k in ("tool", "tools", "path", "value", "text")})
     skill_id = new_id()
     if keyed_by_content and identifier is None:
         key = content_key("skill", scope, content)
+
     else:
         key = skill_key(scope, identifier, skill_id)
     key, base_key = staged_keys(key, write_id, stable=identifier is not None or keyed_by_content)

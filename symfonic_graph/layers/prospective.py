@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from symfonic_graph import _validate as v
+from symfonic_graph._limits import check_sizes, refuse_heavy_write, refuse_over_cap, trigger_weight
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.models import Trigger, trigger_from_row
 from symfonic_graph.scope import MemoryScope
@@ -63,12 +64,21 @@ class ProspectiveLayer:
     async def write_triggers(
         self, scope: MemoryScope, rows: list[dict[str, Any]], *, write_id: str | None = None
     ) -> list[str]:
-        """Write :func:`trigger_row` rows in one transaction; return the ids (a replaced trigger keeps its id)."""
+        """Write :func:`trigger_row` rows in one transaction; return the ids (a replaced trigger keeps its id).
+
+        Raises:
+            ValidationError: naming ``weight`` (nothing written) when the scope's pending
+                triggers and skills would exceed its budget (``_limits.MAX_SCOPE_WEIGHT``).
+        """
+        refuse_heavy_write("triggers", sum(map(trigger_weight, rows)))
+        budget = (Step("skills_owned_count", scope.params(), refuse_over_cap(scope)) if write_id is None
+                  else Step("skills_owned_after_staging", {**scope.params(), "write_id": write_id},
+                            refuse_over_cap(scope)))
         written = await self.store.write_staged(
             scope,
             write_id,
             [Step("trigger_keys_held", {"keys": held_keys(rows), **scope.params()}, refuse_held_keys("trigger")),
-             Step("triggers_write", {"rows": rows})],
+             Step("triggers_write", {"rows": rows}), budget],
         )
         return [str(i) for i in written.one("triggers_write")["ids"]]
 
@@ -106,6 +116,8 @@ def trigger_row(
     if ident is not None and len(ident) > MAX_KEY_PART:
         raise ValidationError(f"{p}identifier", f"must be at most {MAX_KEY_PART} characters")
     content = {"condition": v.text(f"{p}condition", condition), "task": v.text(f"{p}task", task)}
+    for name, value in content.items():  # every turn of the scope ships them
+        check_sizes(f"{p}{name}", value)
     trigger_id = new_id()
     if keyed_by_content and ident is None:
         key = content_key("trigger", scope, content)
