@@ -1,18 +1,22 @@
 """Reading agent messages in every shape a turn may hold them.
 
-LangChain message objects, plain dicts (``{"role": ..., "content": ...}``,
-``{"type": ..., ...}``), ``message_to_dict()`` output and OpenAI's wire
-format for tool calls. The gate, the lookups and the LangGraph wiring all
-read messages through this module, so they agree on what a tool call is.
+LangChain message objects (chunks and ``ChatMessage`` included), plain dicts
+(``{"role": ..., "content": ...}``, ``{"type": ..., ...}``), ``message_to_dict()``
+and ``dumpd()`` output, OpenAI chat tool calls (text or block content), OpenAI
+Responses API items (``function_call``, ``function_call_output``, ``message``),
+bare strings and ``(role, text)`` pairs. The gate, the lookups and the
+LangGraph wiring all read messages through this module, so they agree on what
+a tool call is. Reading never raises: what cannot be read meets nothing.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
 
@@ -20,6 +24,7 @@ __all__ = [
     "GATE_CONTENT_MARKER",
     "GATE_MARKER_KEY",
     "GATE_MARKER_VALUE",
+    "MAX_ARGS_DEPTH",
     "MISSING_PREFIX",
     "CallResult",
     "History",
@@ -28,6 +33,7 @@ __all__ = [
     "UNAVAILABLE_PREFIX",
     "called_tools",
     "field",
+    "gate_text",
     "messages_of",
     "parse_turn",
     "read_history",
@@ -44,20 +50,56 @@ GATE_CONTENT_MARKER: Final = "[symfonic-graph gate]"
 """Ends the content of every result the gate writes: it survives round trips that drop metadata and status."""
 
 
-def _unwrap(message: object) -> object:
+_LC_CLASSES: Final = {
+    "HumanMessage": "human", "HumanMessageChunk": "human", "AIMessage": "ai", "AIMessageChunk": "ai",
+    "ToolMessage": "tool", "ToolMessageChunk": "tool", "ChatMessage": "chat", "ChatMessageChunk": "chat",
+    "SystemMessage": "system", "SystemMessageChunk": "system",
+}
+"""Class names of LangChain's serialized ``{"lc": 1, "type": "constructor", ...}`` envelope, by message type."""
+
+_KINDS: Final = {
+    "ai": "ai", "assistant": "ai", "AIMessageChunk": "ai",
+    "human": "user", "user": "user", "HumanMessageChunk": "user",
+    "tool": "tool", "ToolMessageChunk": "tool",
+    "function_call": "call", "function_call_output": "output",  # OpenAI Responses API items
+}
+_BY_ROLE: Final = frozenset({"chat", "ChatMessageChunk", "message"})
+"""Message types whose ``role`` says what they are (``ChatMessage``, Responses ``message`` items)."""
+
+MAX_ARGS_DEPTH: Final = 64
+"""Arguments nested deeper than this are unreadable (they meet no ``same_args``), never a recursion error."""
+_MAX_ARGS_NODES: Final = 100_000
+_MAX_PROBLEMS: Final = 20
+
+
+def _is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
     # ``type(...) is dict`` first: the common case, and an ABC isinstance check costs ~10x more
-    if (type(message) is dict or isinstance(message, Mapping)) and "content" not in message \
-            and isinstance(message.get("data"), Mapping):
+    return type(value) is dict or isinstance(value, Mapping)
+
+
+def _unwrap(message: object) -> object:
+    if not _is_mapping(message):
+        return message
+    if "content" not in message and _is_mapping(message.get("data")):
         return message["data"]  # message_to_dict() form: {"type": ..., "data": {...}}
+    if message.get("lc") == 1 and message.get("type") == "constructor":  # langchain_core.load.dumpd()
+        ident, kwargs = message.get("id"), message.get("kwargs")
+        name = ident[-1] if isinstance(ident, list) and ident else None
+        if isinstance(name, str) and name in _LC_CLASSES and _is_mapping(kwargs):
+            return {**kwargs, "type": _LC_CLASSES[name]}
     return message
 
 
-def _getter(message: object) -> Callable[[str], Any]:
-    """``key -> value`` of a message object or dict, unwrapped once (None when absent)."""
+def _view(message: object) -> tuple[Callable[[str], Any], bool]:
+    """``key -> value`` of a message object or dict, unwrapped once (None when absent); and whether it is a dict."""
     message = _unwrap(message)
-    if type(message) is dict or isinstance(message, Mapping):
-        return message.get
-    return lambda key: getattr(message, key, None)
+    if _is_mapping(message):
+        return message.get, True
+    return (lambda key: getattr(message, key, None)), False
+
+
+def _getter(message: object) -> Callable[[str], Any]:
+    return _view(message)[0]
 
 
 def field(message: object, key: str) -> Any:
@@ -65,19 +107,29 @@ def field(message: object, key: str) -> Any:
     return _getter(message)(key)
 
 
-def _kind_of(get: Callable[[str], Any]) -> str | None:
-    kind = get("type") or get("role")
-    if kind in ("ai", "assistant", "AIMessageChunk"):
-        return "ai"
-    if kind == "tool":
-        return "tool"
-    if kind in ("human", "user", "HumanMessageChunk"):
-        return "user"
-    return None
+def _kind_of(message: object, get: Callable[[str], Any], is_dict: bool) -> str | None:
+    """``"ai"``, ``"user"``, ``"tool"``, ``"call"``/``"output"`` (Responses items), or None.
+
+    A dict is read as ``convert_to_messages`` reads it: its ``role``, else its
+    ``type``. An object by its ``type``, its ``role`` when the type is ``chat``.
+    A bare string, or a ``(role, content)`` pair, is a message without calls.
+    """
+    if isinstance(message, str):
+        return "user"  # convert_to_messages reads a bare string as a human message
+    if isinstance(message, (tuple, list)):
+        role = message[0] if len(message) == 2 else None
+        return "user" if isinstance(role, str) and _KINDS.get(role) == "user" else None
+    role, kind = get("role"), get("type")
+    if is_dict and isinstance(role, str):
+        return _KINDS.get(role)
+    if not isinstance(kind, str) or kind in _BY_ROLE or kind not in _KINDS:
+        kind = role
+    return _KINDS.get(kind) if isinstance(kind, str) else None
 
 
 def _kind(message: object) -> str | None:
-    return _kind_of(_getter(message))
+    get, is_dict = _view(message)
+    return _kind_of(message, get, is_dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,44 +144,77 @@ class ToolCallRef:
     id: str | None
     name: str
     args: Mapping[str, Any] | None = dataclass_field(default=None, repr=False, compare=False)
-    """The call's arguments (LangChain ``args``, or OpenAI ``function.arguments`` decoded); None if unreadable."""
+    """The call's arguments (LangChain ``args``, or OpenAI ``arguments`` decoded); None if unreadable."""
+
+
+def _shallow(value: object) -> bool:
+    """True iff ``value`` nests containers at most ``MAX_ARGS_DEPTH`` deep (walked without recursion)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    seen = 0
+    while stack:
+        item, depth = stack.pop()
+        seen += 1
+        if depth > MAX_ARGS_DEPTH or seen > _MAX_ARGS_NODES:
+            return False
+        if _is_mapping(item):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend((v, depth + 1) for v in item)
+    return True
 
 
 def _arguments(call: Mapping[str, Any], function: object) -> Mapping[str, Any] | None:
     args = call.get("args")
-    if args is None and isinstance(function, Mapping):
-        args = function.get("arguments")  # OpenAI wire format: a JSON object as text
+    if args is None:
+        # OpenAI chat: function.arguments; Responses API: arguments; both a JSON object as text
+        args = function.get("arguments") if _is_mapping(function) else call.get("arguments")
     if isinstance(args, str):
         try:
             args = json.loads(args)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested deeper than the decoder goes
             return None
-    return args if isinstance(args, Mapping) else None
+    return args if _is_mapping(args) and _shallow(args) else None
 
 
-def _call_ref(call: object) -> ToolCallRef | None:
-    if type(call) is not dict and not isinstance(call, Mapping):
+def _call_ref(call: object, id_key: str = "id") -> ToolCallRef | None:
+    """The call, or None when it names no tool (or two different ones)."""
+    if not _is_mapping(call):
         return None
     name = call.get("name")
     function = call.get("function")
-    if not isinstance(name, str) and isinstance(function, Mapping):
-        name = function.get("name")  # OpenAI wire format
-    call_id = call.get("id")
-    if not isinstance(name, str):
+    if _is_mapping(function):
+        other = function.get("name")  # OpenAI chat wire format
+        if name is None:
+            name = other
+        elif other is not None and other != name:
+            return None  # two names for one call: which would run is not ours to guess
+    if not isinstance(name, str) or not name:
         return None
-    return ToolCallRef(call_id if isinstance(call_id, str) else None, name, _arguments(call, function))
+    call_id = call.get(id_key)
+    return ToolCallRef(call_id if isinstance(call_id, str) and call_id else None, name,
+                       _arguments(call, function))
+
+
+def _calls_of(kind: str | None, get: Callable[[str], Any]) -> list[ToolCallRef]:
+    if kind == "call":  # one Responses API function_call item: its call_id links its output
+        ref = _call_ref({"name": get("name"), "call_id": get("call_id"), "arguments": get("arguments")},
+                        "call_id")
+        return [ref] if ref is not None else []
+    if kind != "ai":
+        return []
+    raw = get("tool_calls")
+    if type(raw) is not list and not isinstance(raw, (list, tuple)):
+        return []
+    return [ref for ref in map(_call_ref, raw) if ref is not None]
 
 
 def _tool_calls(message: object) -> list[ToolCallRef]:
-    get = _getter(message)
-    return _calls_of(get) if _kind_of(get) == "ai" else []
-
-
-def _calls_of(get: Callable[[str], Any]) -> list[ToolCallRef]:
-    raw = get("tool_calls")
-    if type(raw) is not list and (not isinstance(raw, Sequence) or isinstance(raw, str)):
+    """The calls ``message`` requests; ``[]`` for any other message, or one that cannot be read."""
+    try:
+        get, is_dict = _view(message)
+        return _calls_of(_kind_of(message, get, is_dict), get)
+    except Exception:  # a message that cannot be read requests nothing
         return []
-    return [ref for ref in map(_call_ref, raw) if ref is not None]
 
 
 def terminal_tool_calls(messages: Sequence[Any] | None) -> list[ToolCallRef]:
@@ -145,19 +230,49 @@ def terminal_tool_calls(messages: Sequence[Any] | None) -> list[ToolCallRef]:
     return _tool_calls(messages[-1])
 
 
-def _is_injected(message: object) -> bool:
-    return _injected(_getter(message))
+_GATE_PREFIXES: Final = (MISSING_PREFIX, UNAVAILABLE_PREFIX)
+_SPACE: Final = re.compile(r"\s*")
+_TEXT_KEYS: Final = ("text", "content", "output")
 
 
-def _injected(get: Callable[[str], Any]) -> bool:
+def _texts(content: object) -> Iterator[str]:
+    """Every text of a content: a string, or blocks (``{"type": "text", "text": ...}``, nested ``content``)."""
+    stack: list[tuple[object, int]] = [(content, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, str):
+            yield item
+        elif depth < 4 and isinstance(item, (list, tuple)):
+            stack.extend((block, depth + 1) for block in reversed(item))
+        elif depth < 4 and _is_mapping(item):
+            stack.extend((item.get(key), depth + 1) for key in reversed(_TEXT_KEYS))
+
+
+def gate_text(text: str) -> bool:
+    """True iff ``text`` starts as the gate's results start (or is the start of one, cut short).
+
+    Example:
+        >>> gate_text("Missing precondition: call auth before deploy"), gate_text("Missing prec")
+        (True, True)
+        >>> gate_text("Missing file"), gate_text("")
+        (False, False)
+    """
+    start = _SPACE.match(text).end()  # type: ignore[union-attr]  # always matches; no copy of a long text
+    return any(text[start:start + len(p)] != "" and p.startswith(text[start:start + len(p)]) for p in _GATE_PREFIXES)
+
+
+def _injected(get: Callable[[str], Any], kind: str) -> bool:
+    """A result the gate wrote: its marker, or a text that starts like the gate's (whatever the content's shape)."""
     for key in ("response_metadata", "additional_kwargs"):
         meta = get(key)
-        if meta and isinstance(meta, Mapping) and meta.get(GATE_MARKER_KEY) == GATE_MARKER_VALUE:
+        if meta and _is_mapping(meta) and meta.get(GATE_MARKER_KEY) == GATE_MARKER_VALUE:
             return True
-    content = get("content")
-    if not isinstance(content, str) or not content.startswith((MISSING_PREFIX, UNAVAILABLE_PREFIX)):
-        return False
-    return content.rstrip().endswith(GATE_CONTENT_MARKER) or bool(get("status") == "error")
+    return any(map(gate_text, _texts(get("output" if kind == "output" else "content"))))
+
+
+def _is_injected(message: object) -> bool:
+    get, is_dict = _view(message)
+    return _injected(get, _kind_of(message, get, is_dict) or "tool")
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,7 +283,7 @@ class CallResult:
         name: the tool.
         args: the arguments the AI message gave it (None when unknown).
         failed: the result was marked failed (``status="error"``).
-        user_turn: how many user messages came before the call's result.
+        user_turn: how many user messages came before the call was *requested*.
     """
 
     name: str
@@ -201,10 +316,17 @@ class History:
 
 
 class HistoryReader:
-    """Read a conversation one message at a time, as :func:`parse_turn` reads it.
+    """Read a conversation one message at a time, as :func:`parse_turn` reads it. Never raises.
 
     ``parse_turn`` is this reader fed every message but the last, so replaying
     a long conversation turn by turn costs one pass instead of one per turn.
+
+    A result is a call made only when it answers exactly one pending call
+    (requested earlier, not answered yet) by its id, under that call's name
+    (or none), and the gate did not write it. Every other result counts as
+    nothing, and so does a message that cannot be read; one whose reading
+    raised also closes the user turn. ``problems`` names, per message index,
+    what was read as nothing and why (the first 20).
 
     Example:
         >>> reader = HistoryReader()
@@ -214,40 +336,109 @@ class HistoryReader:
         []
         >>> [r.name for r in reader.history().results]
         ['auth']
+        >>> reader.feed({"role": "tool", "content": "ok", "tool_call_id": ["c1"]})
+        []
+        >>> reader.problems
+        [(2, 'a tool result whose tool_call_id is a list, not a string: counted as no call')]
     """
 
-    __slots__ = ("_calls_by_id", "_results", "_user_turn")
+    __slots__ = ("_fed", "_pending", "_results", "_user_turn", "problems", "unread")
 
     def __init__(self) -> None:
-        self._calls_by_id: dict[str, ToolCallRef] = {}
+        self._pending: dict[str, list[tuple[ToolCallRef, int]]] = {}
         self._results: list[CallResult] = []
         self._user_turn = 0
+        self._fed = 0
+        self.problems: list[tuple[int, str]] = []
+        """``(message index, what was read as nothing)``, the first 20."""
+        self.unread = 0
+        """How many messages (or calls) were read as nothing, in all."""
 
     def feed(self, message: object) -> list[ToolCallRef]:
-        """Take one more message; return its tool calls (``[]`` unless it is an AI message with calls).
+        """Take one more message; return its tool calls (``[]`` unless it requests calls).
 
         An AI message adds no call made (its calls are made once their results
         appear), so the history is the same just before and just after it.
         """
-        get = _getter(message)
-        kind = _kind_of(get)
-        if kind == "ai":
-            calls = _calls_of(get)
-            for ref in calls:
-                if ref.id is not None:
-                    self._calls_by_id[ref.id] = ref
-            return calls
+        index = self._fed
+        self._fed += 1
+        try:
+            return self._read(message, index)
+        except Exception as exc:  # reading raised: the message meets nothing and ends the user turn
+            self._user_turn += 1
+            self._problem(index, f"a message that could not be read ({type(exc).__name__}): "
+                                 "counted as nothing, and as the end of the user turn")
+            return []
+
+    def _problem(self, index: int, text: str) -> None:
+        self.unread += 1
+        if len(self.problems) < _MAX_PROBLEMS:
+            self.problems.append((index, text))
+
+    def _read(self, message: object, index: int) -> list[ToolCallRef]:
+        get, is_dict = _view(message)
+        kind = _kind_of(message, get, is_dict)
         if kind == "user":
             self._user_turn += 1
-        elif kind == "tool" and not _injected(get):
-            call = self._calls_by_id.get(get("tool_call_id"))
-            name = get("name")
-            if not (isinstance(name, str) and name):
-                name = call.name if call is not None else None
-            if name:
-                self._results.append(CallResult(name, call.args if call is not None else None,
-                                                get("status") == "error", self._user_turn))
+        elif kind in ("ai", "call"):
+            calls = _calls_of(kind, get)
+            for ref in calls:
+                if ref.id is not None:
+                    self._pending.setdefault(ref.id, []).append((ref, self._user_turn))
+            self._note_unreadable_calls(kind, get, calls, index)
+            return calls
+        elif kind in ("tool", "output"):
+            self._answer(get, kind, index)
         return []
+
+    def _note_unreadable_calls(self, kind: str, get: Callable[[str], Any], calls: list[ToolCallRef],
+                               index: int) -> None:
+        raw = get("tool_calls") if kind == "ai" else [get]
+        if isinstance(raw, (list, tuple)) and len(raw) != len(calls):
+            self._problem(index, f"{len(raw) - len(calls)} tool call(s) without one tool name: never requested")
+        for ref in calls:
+            if ref.id is None:
+                self._problem(index, f"a call of {ref.name!r} without a string id: no result can answer it")
+
+    def _answer(self, get: Callable[[str], Any], kind: str, index: int) -> None:
+        call_id = get("call_id" if kind == "output" else "tool_call_id")
+        if not isinstance(call_id, str) or not call_id:
+            self._problem(index, f"a tool result whose tool_call_id is {_a(call_id)}, not a string: "
+                                 "counted as no call")
+            return
+        pending = self._pending.pop(call_id, None)  # answered: a later result with this id answers nothing
+        injected = _injected(get, kind)
+        if injected:
+            return
+        if not pending or len(pending) > 1:
+            what = "no pending call" if not pending else f"{len(pending)} pending calls"
+            self._problem(index, f"a tool result for id {call_id[:80]!r}, which answers {what}: counted as no call")
+            return
+        call, user_turn = pending[0]
+        name = get("name")
+        if name is not None and name != "" and name != call.name:
+            self._problem(index, f"a tool result named {str(name)[:80]!r} answering a call of {call.name!r}: "
+                                 "counted as no call")
+            return
+        status = get("status")
+        failed = isinstance(status, str) and status == "error"
+        self._results.append(CallResult(call.name, call.args, failed, user_turn))
+
+    def report(self, limit: int = 3) -> str:
+        """One line naming what was read as nothing (the first ``limit`` problems), ``""`` when nothing was.
+
+        Example:
+            >>> reader = HistoryReader()
+            >>> reader.feed({"role": "tool", "tool_call_id": "c9", "content": "ok"})
+            []
+            >>> reader.report()[:62]
+            '1 message(s) or call(s) read as nothing: message 0: a tool res'
+        """
+        if not self.unread:
+            return ""
+        shown = "; ".join(f"message {index}: {text}" for index, text in self.problems[:limit])
+        more = f"; and {self.unread - min(limit, len(self.problems))} more" if self.unread > limit else ""
+        return f"{self.unread} message(s) or call(s) read as nothing: {shown}{more}"
 
     @property
     def results(self) -> Sequence[CallResult]:
@@ -259,11 +450,16 @@ class HistoryReader:
         return History(tuple(self._results), self._user_turn)
 
 
+def _a(value: object) -> str:
+    return "missing" if value is None else "empty" if isinstance(value, str) else f"a {type(value).__name__}"
+
+
 def parse_turn(messages: Sequence[Any]) -> tuple[History, list[ToolCallRef]]:
     """Read a conversation once: the calls made before its terminal message, and that message's calls.
 
     A call is made once its result appears (results the gate injected never
-    count); the terminal message's own calls are not made yet.
+    count, see :class:`HistoryReader`); the terminal message's own calls are not
+    made yet. Never raises.
 
     Example:
         >>> history, calls = parse_turn([

@@ -7,15 +7,19 @@ tools not called earlier in the conversation, answers the call with an error
 ``ToolMessage`` the model can recover from. One error per call, at most.
 
 Decisions:
-    * *Called tools* are the names of earlier tool-result messages (by ``name``,
-      else by resolving ``tool_call_id`` against earlier AI tool calls). Calls in
+    * *Called tools* are the earlier calls whose result answers them: a result
+      counts only when its ``tool_call_id`` answers exactly one earlier call not
+      answered yet, under that call's name (or none); it counts with that call's
+      name and arguments, in the user turn the call was requested in. Calls in
       the terminal AI message itself never count, so a precondition requested in
       the same parallel batch as its action does not satisfy it.
     * Results the gate injected never count. They are marked with
       ``response_metadata={GATE_MARKER_KEY: GATE_MARKER_VALUE}`` (never sent to a
       provider). For messages that lost their metadata on a round trip, a
-      ``status="error"`` result whose content starts with one of the gate's
-      prefixes is treated as injected too.
+      result with a text (string content or any content block) starting with one
+      of the gate's prefixes, or cut short inside one, is treated as injected too.
+    * The conversation is read by ``_messages.parse_turn``, which never raises:
+      what it cannot read meets no precondition (strict or not).
     * A store outage (``StoreUnavailableError`` from the skill lookup): pass
       through (``{}``) with a WARNING by default; ``strict=True`` blocks every
       call with a "store unavailable" error. Any other failure of the lookup is
@@ -411,11 +415,9 @@ async def run_gate(
         >>> asyncio.run(run_gate({"messages": []}, no_skills))
         ()
     """
-    try:
-        history, calls = parse_turn(messages_of(state))  # the conversation is read once per gate run
-    except Exception:
-        log.warning("precondition gate could not read the messages; passing through", exc_info=True)
-        return ()
+    # Read once per gate run. The reader never raises: a message it cannot read meets nothing, so a
+    # hostile history can only block calls, never let one through.
+    history, calls = parse_turn(messages_of(state))
     if not calls:
         return ()
     try:

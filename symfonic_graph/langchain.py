@@ -75,7 +75,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from symfonic_graph._messages import field, messages_of
+from symfonic_graph._messages import field, messages_of, terminal_tool_calls
 from symfonic_graph.errors import ScopeError, StoreUnavailableError
 from symfonic_graph.gate import GateDecision, run_gate
 from symfonic_graph.lint import ToolLinter, tool_names
@@ -134,10 +134,8 @@ def scope_in_context(context: object) -> MemoryScope | None:
 def _history_before(messages: Sequence[Any], call_id: str | None) -> Sequence[Any]:
     """The messages before the AI message that requested ``call_id`` (all of them if none did)."""
     for index in range(len(messages) - 1, -1, -1):
-        calls = field(messages[index], "tool_calls")
-        if isinstance(calls, Sequence) and not isinstance(calls, str) and any(
-            isinstance(call, Mapping) and call.get("id") == call_id for call in calls
-        ):
+        # read as the gate reads it (never raises): a message it cannot read requests nothing
+        if any(call.id == call_id for call in terminal_tool_calls(messages[index:index + 1])):
             return messages[:index]
     return messages
 

@@ -16,6 +16,8 @@ The semantics, in the order they are applied:
   violation / support. A→B is kept when support >= ``min_support`` and
   confidence >= ``min_confidence``. A tool never precedes itself.
 * ``actions`` limits the guarded tools B; any tool may be a precondition.
+* Messages the gate cannot read count as nothing here too; each trace holding
+  some is named in one WARNING.
 * Pruning: A→C is dropped when A→B and B→C are both kept (the gate already
   enforces A before C through B).
 
@@ -33,6 +35,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -44,6 +47,8 @@ from symfonic_graph.errors import ValidationError
 __all__ = ["RuleProposal", "before_each_call", "mine_rules"]
 
 MAX_EXAMPLES: Final = 5
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +89,10 @@ def before_each_call(messages: Iterable[Any]) -> dict[str, set[str]]:
         >>> {k: sorted(v) for k, v in sorted(before_each_call(msgs).items())}
         {'a': [], 'b': ['a']}
     """
-    reader = HistoryReader()
+    return _before_each_call(messages, HistoryReader())
+
+
+def _before_each_call(messages: Iterable[Any], reader: HistoryReader) -> dict[str, set[str]]:
     done: set[str] = set()
     seen = 0
     out: dict[str, set[str]] = {}
@@ -174,7 +182,10 @@ def mine_rules(
         if bucket is None:
             continue  # an outcome Trace never holds: not counted anywhere
         any_outcome = any_outcome or outcome is not None
-        bucket.add(str(trace.id), before_each_call(trace.messages), guarded)
+        reader = HistoryReader()
+        bucket.add(str(trace.id), _before_each_call(trace.messages, reader), guarded)
+        if reader.unread:
+            log.warning("mining: trace %r: %s", str(trace.id), reader.report())
     counts = buckets["success"] if any_outcome else buckets[None]
     failed = buckets["failure"]
     rules: dict[tuple[str, str], float] = {}

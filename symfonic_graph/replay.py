@@ -12,6 +12,11 @@ calls it was the gate's first failing rule for. ``blocked_in_success`` and
 ``blocked_in_failure`` split ``blocked`` (calls, not conversations) by the
 trace's outcome, and are None when no trace carries one.
 
+Messages the gate cannot read (a ``tool_call_id`` that is no string, a result
+answering no pending call or several, arguments nested too deep) are read as
+the gate reads them: as nothing. Each trace holding some is named in one
+WARNING, with the first few of them.
+
 Example:
     >>> from types import SimpleNamespace
     >>> from symfonic_graph.traces import Trace
@@ -24,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -35,6 +41,8 @@ from symfonic_graph.ruleset import Rule, rules_of
 __all__ = ["ReplayReport", "RuleReplay", "replay"]
 
 MAX_TRACE_IDS: Final = 10
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,6 +154,8 @@ def replay(
                         tally.failure += 1
                     if len(tally.trace_ids) < MAX_TRACE_IDS and trace.id not in tally.trace_ids:
                         tally.trace_ids.append(str(trace.id))
+        if reader.unread:
+            log.warning("replay: trace %r: %s", str(trace.id), reader.report())
     return ReplayReport(count, [
         RuleReplay(rule.skill_id, rule.label, rule.action_tool or "", "shadow" if rule.shadow else "enforce",
                    t.checked, t.blocked, tuple(t.trace_ids),

@@ -135,9 +135,11 @@ def test_dict_messages_and_tool_call_id_resolution() -> None:
     assert error.tool_call_id == "c1"
 
 
-def test_result_name_takes_precedence_over_id_resolution() -> None:
+def test_a_result_named_otherwise_than_the_call_it_answers_counts_as_nothing() -> None:
+    # a result answering a call of `lookup` under the name `auth` is neither: which one ran is unknown
     messages = [ai(("x1", "lookup")), result("x1", name="auth"), ai(("c1", "post_message"))]
-    assert called_tools(messages[:-1]) == {"auth"}
+    assert called_tools(messages[:-1]) == frozenset()
+    assert called_tools([ai(("x1", "auth")), result("x1", name="auth")]) == {"auth"}
 
 
 def test_unresolvable_result_counts_nothing() -> None:
