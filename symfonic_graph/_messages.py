@@ -70,6 +70,7 @@ MAX_ARGS_DEPTH: Final = 64
 """Arguments nested deeper than this are unreadable (they meet no ``same_args``), never a recursion error."""
 _MAX_ARGS_NODES: Final = 100_000
 _MAX_PROBLEMS: Final = 20
+_SCALARS: Final = frozenset({str, int, float, bool, type(None)})
 
 
 def _is_mapping(value: object) -> TypeGuard[Mapping[Any, Any]]:
@@ -92,6 +93,8 @@ def _unwrap(message: object) -> object:
 
 def _view(message: object) -> tuple[Callable[[str], Any], bool]:
     """``key -> value`` of a message object or dict, unwrapped once (None when absent); and whether it is a dict."""
+    if isinstance(message, BaseMessage):  # the common case, read without the Mapping checks
+        return (lambda key: getattr(message, key, None)), False
     message = _unwrap(message)
     if _is_mapping(message):
         return message.get, True
@@ -119,12 +122,15 @@ def _kind_of(message: object, get: Callable[[str], Any], is_dict: bool) -> str |
     if isinstance(message, (tuple, list)):
         role = message[0] if len(message) == 2 else None
         return "user" if isinstance(role, str) and _KINDS.get(role) == "user" else None
-    role, kind = get("role"), get("type")
-    if is_dict and isinstance(role, str):
-        return _KINDS.get(role)
-    if not isinstance(kind, str) or kind in _BY_ROLE or kind not in _KINDS:
-        kind = role
-    return _KINDS.get(kind) if isinstance(kind, str) else None
+    if is_dict:
+        role = get("role")
+        if isinstance(role, str):
+            return _KINDS.get(role)
+    kind = get("type")
+    if isinstance(kind, str) and kind in _KINDS:
+        return _KINDS[kind]
+    role = get("role") if is_dict or kind is None or kind in _BY_ROLE else None  # ChatMessage: its role
+    return _KINDS.get(role) if isinstance(role, str) else None
 
 
 def _kind(message: object) -> str | None:
@@ -147,19 +153,27 @@ class ToolCallRef:
     """The call's arguments (LangChain ``args``, or OpenAI ``arguments`` decoded); None if unreadable."""
 
 
-def _shallow(value: object) -> bool:
+def _shallow(value: Mapping[Any, Any]) -> bool:
     """True iff ``value`` nests containers at most ``MAX_ARGS_DEPTH`` deep (walked without recursion)."""
-    stack: list[tuple[object, int]] = [(value, 0)]
+    stack: list[tuple[Iterable[Any], int]] = [(value.values(), 1)]
     seen = 0
     while stack:
-        item, depth = stack.pop()
-        seen += 1
-        if depth > MAX_ARGS_DEPTH or seen > _MAX_ARGS_NODES:
+        children, depth = stack.pop()
+        for child in children:
+            seen += 1
+            kind = type(child)
+            if kind in _SCALARS:
+                continue
+            if kind is dict or (kind is not list and kind is not tuple and _is_mapping(child)):
+                stack.append((child.values(), depth + 1))
+            elif kind is list or kind is tuple:
+                stack.append((child, depth + 1))
+            else:
+                continue
+            if depth >= MAX_ARGS_DEPTH:
+                return False
+        if seen > _MAX_ARGS_NODES:
             return False
-        if _is_mapping(item):
-            stack.extend((v, depth + 1) for v in item.values())
-        elif isinstance(item, (list, tuple)):
-            stack.extend((v, depth + 1) for v in item)
     return True
 
 
@@ -232,6 +246,7 @@ def terminal_tool_calls(messages: Sequence[Any] | None) -> list[ToolCallRef]:
 
 _GATE_PREFIXES: Final = (MISSING_PREFIX, UNAVAILABLE_PREFIX)
 _SPACE: Final = re.compile(r"\s*")
+_GATE_INITIALS: Final = frozenset(prefix[0] for prefix in _GATE_PREFIXES)
 _TEXT_KEYS: Final = ("text", "content", "output")
 
 
@@ -258,6 +273,8 @@ def gate_text(text: str) -> bool:
         (False, False)
     """
     start = _SPACE.match(text).end()  # type: ignore[union-attr]  # always matches; no copy of a long text
+    if text[start:start + 1] not in _GATE_INITIALS:
+        return False
     return any(text[start:start + len(p)] != "" and p.startswith(text[start:start + len(p)]) for p in _GATE_PREFIXES)
 
 
@@ -267,7 +284,8 @@ def _injected(get: Callable[[str], Any], kind: str) -> bool:
         meta = get(key)
         if meta and _is_mapping(meta) and meta.get(GATE_MARKER_KEY) == GATE_MARKER_VALUE:
             return True
-    return any(map(gate_text, _texts(get("output" if kind == "output" else "content"))))
+    content = get("output" if kind == "output" else "content")
+    return gate_text(content) if isinstance(content, str) else any(map(gate_text, _texts(content)))
 
 
 def _is_injected(message: object) -> bool:
