@@ -185,6 +185,10 @@ def _ai(request: Request) -> BaseMessage:
 
 
 def render_request(request: Request) -> list[Any]:
+    if request.shape == "responses":  # items carry any call_id, name and argument text
+        return [{"type": "function_call", "id": f"fc_{i}", "call_id": c.id, "name": c.name,
+                 "arguments": DEEP_JSON if c.args == "deep" else json.dumps(_args(c))}
+                for i, c in enumerate(request.calls)]
     if any(c.args == "deep" for c in request.calls) or not _lc_ok(request) or \
             any(c.args == "list" for c in request.calls):
         # hostile: the OpenAI wire format, which carries any id, name and argument text
@@ -193,9 +197,6 @@ def render_request(request: Request) -> list[Any]:
                 "name": c.name, "arguments": DEEP_JSON if c.args == "deep" else json.dumps(_args(c))}}
             for c in request.calls]}]
     shape = request.shape
-    if shape == "responses":
-        return [{"type": "function_call", "id": f"fc_{i}", "call_id": c.id, "name": c.name,
-                 "arguments": json.dumps(_args(c))} for i, c in enumerate(request.calls)]
     if shape == "role":
         return [{"role": "assistant", "content": "",
                  "tool_calls": [{"id": c.id, "name": c.name, "args": _args(c)} for c in request.calls]}]
