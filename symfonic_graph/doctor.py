@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symfonic_graph._limits import MAX_PROPERTY_BYTES, MAX_SKILLS_PER_SCOPE
+from symfonic_graph._revision import graph_digest, rev_digest
 from symfonic_graph.models import SkillReading, read_skill
 from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.scope import MemoryScope
@@ -126,6 +127,133 @@ def _read_skill_findings(row: dict[str, Any]) -> list[Finding]:
 
 def _text_or_none(value: object) -> str | None:
     return value if isinstance(value, str) else None
+
+
+# --- hand-seeding mistakes: near misses, position gaps, hand edits, shared identifiers ---------
+
+SKILL_PROPERTIES = frozenset({
+    "id", "tenant_id", "namespace", "label", "identifier", "steps", "action_tool", "context", "status", "active",
+    "source", "created_at", "updated_at", "enforcement", "support", "confidence", "failures_without", "examples"})
+PRECONDITION_PROPERTIES = frozenset({
+    "tenant_id", "namespace", "kind", "tool", "same_args", "within", "tools", "path", "op", "value", "if_missing",
+    "text"})
+
+
+def _distance(a: str, b: str, most: int) -> int:
+    """Levenshtein distance of ``a`` and ``b``, or ``most + 1`` once it exceeds ``most``."""
+    if abs(len(a) - len(b)) > most:
+        return most + 1
+    previous = list(range(len(b) + 1))
+    for i, ca in enumerate(a, start=1):
+        row = [i]
+        for j, cb in enumerate(b, start=1):
+            row.append(min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb)))
+        if min(row) > most:
+            return most + 1
+        previous = row
+    return previous[-1]
+
+
+def near_miss(name: object, known: frozenset[str]) -> str | None:
+    """The known property ``name`` was probably meant to be, or None.
+
+    A near miss is not itself known and is within edit distance 2 of a known
+    name, ignoring case (1 for names of 3 or 4 letters, 0 for 2 letters: ``id``
+    on a precondition is not a misspelt ``op``). Library properties
+    (``symfonic_*``) are never near misses.
+
+    Example:
+        >>> near_miss("same_arg", PRECONDITION_PROPERTIES), near_miss("tenantid", PRECONDITION_PROPERTIES)
+        ('same_args', 'tenant_id')
+        >>> near_miss("owner", SKILL_PROPERTIES) is None, near_miss("id", PRECONDITION_PROPERTIES) is None
+        (True, True)
+    """
+    if not isinstance(name, str) or name in known or name.startswith("symfonic_"):
+        return None
+    lowered = name.lower()
+    best: tuple[int, str] | None = None
+    for candidate in sorted(known):
+        most = min(2, max(0, (len(candidate) - 1) // 2))
+        distance = _distance(lowered, candidate, most)
+        if distance <= most and (best is None or distance < best[0]):
+            best = (distance, candidate)
+    return None if best is None else best[1]
+
+
+def _int_position(value: object) -> int | None:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def shape_findings(row: dict[str, Any]) -> Iterator[Finding]:
+    """Mistakes of hand seeding in one ``doctor_skills`` row that the read model accepts silently.
+
+    A misspelt property (``same_arg``, ``acton_tool``: the read ignores it, so
+    the rule is weaker than written), gaps in the ``REQUIRES`` positions (a
+    precondition deleted by hand), and a library-written skill edited by hand
+    since (the next library seed of it reverts the edit).
+    """
+    raw_row, raw_props = row.get("skill_row"), None
+    skill_row: dict[str, Any] = raw_row if isinstance(raw_row, dict) else {}
+    raw_props = skill_row.get("skill")
+    props: dict[str, Any] = raw_props if isinstance(raw_props, dict) else {}
+    node_id = props.get("id")
+    node = node_id if isinstance(node_id, str) else repr(node_id)
+    scope = (_text_or_none(props.get("tenant_id")), _text_or_none(props.get("namespace")))
+    for name in row.get("skill_keys") or []:
+        meant = near_miss(name, SKILL_PROPERTIES)
+        if meant is not None:
+            yield Finding("misspelt_properties", "Skill", node,
+                          f"property {name!r} is not a skill property: did you mean {meant!r}? Every read ignores "
+                          f"{name!r}, so the skill reads as if {meant!r} were not set; rename it", *scope)
+    for entry in row.get("precondition_keys") or []:
+        for name in entry.get("keys") or []:
+            meant = near_miss(name, PRECONDITION_PROPERTIES)
+            if meant is not None:
+                yield Finding("misspelt_properties", "Skill", node,
+                              f"precondition at position {entry.get('position')!r}: property {name!r} is not a "
+                              f"precondition property: did you mean {meant!r}? Every read ignores {name!r}, so the "
+                              f"rule is not what was written; rename it", *scope)
+    preconditions = [p for p in skill_row.get("preconditions") or [] if isinstance(p, dict)]
+    positions = [_int_position(p.get("position")) for p in preconditions]
+    numbered = sorted(p for p in positions if p is not None)
+    if numbered and numbered != list(range(len(numbered))):
+        missing = sorted(set(range(len(numbered))) - set(numbered))  # bounded: a position may be 2**62
+        twice = sorted({p for p in numbered if numbered.count(p) > 1})
+        what = "; ".join(x for x in (f"position(s) {missing} missing (a precondition deleted by hand?)" if missing
+                                     else "", f"position(s) {twice} used twice" if twice else "") if x)
+        yield Finding("positions", "Skill", node,
+                      f"REQUIRES positions {numbered} are not 0..{len(numbered) - 1}: {what}; the preconditions "
+                      "left are enforced in position order: check that none is missing, then renumber them", *scope)
+    rev = props.get("rev")
+    if isinstance(rev, str):
+        added = [p.get("position") for p in preconditions if p.get("rev") is None]
+        digest = rev_digest(rev)
+        if added:
+            yield Finding("hand_edits", "Skill", node,
+                          f"precondition(s) at position(s) {added} were added by hand to a skill the library wrote: "
+                          "enforced now, and deleted by the next library seed of this skill; put them in the seed "
+                          "file (or the library call) instead", *scope)
+        elif digest is not None and graph_digest(skill_row) != digest:
+            yield Finding("hand_edits", "Skill", node,
+                          "differs from what the library last wrote (its symfonic_rev): edited by hand since; the "
+                          "edit applies now, and the next library seed of this skill reverts it; make the change "
+                          "in the seed file (or the library call) instead", *scope)
+
+
+async def _identifier_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    findings = []
+    for row in await store.read("doctor_identifiers", tenant_id=tenant_id):
+        holders = [str(h) for h in row["holders"]]
+        for holder in holders:
+            others = ", ".join(h for h in holders if h != holder)
+            findings.append(Finding(
+                "shared_identifiers", "Skill", holder,
+                f"identifier {row['identifier']!r} is also held by live skill(s) {others} of this scope: every turn "
+                "enforces all of them, and a library re-seed of the identifier replaces only the one holding its "
+                "key; retract or delete all but one", _text_or_none(row["tenant_id"]), _text_or_none(row["namespace"])))
+    return findings
 
 
 def key_problem(key: object, tenant_id: str, namespace: object) -> str | None:
@@ -303,6 +431,8 @@ async def diagnose(
             findings.extend(_node_findings(check.removeprefix("doctor_"), row))
     async for row in _pages(store, "doctor_skills", tenant_id=tenant_id):
         findings.extend(_read_skill_findings(row["skill_row"]))
+        findings.extend(shape_findings(row))
+    findings.extend(await _identifier_findings(store, tenant_id))
     findings.extend(await _key_findings(store, tenant_id))
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
     findings.extend(await _copied_id_findings(store, tenant_id))

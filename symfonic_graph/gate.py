@@ -117,8 +117,15 @@ def missing_precondition_content(
         'Missing precondition: call a, b before x (skill: L).'
         >>> "failed" in missing_precondition_content("x", ["a"], None, failed=["a"])
         True
+        >>> missing_precondition_content("x", ["a (same id)", "b or c"], None).split(" before")[0]
+        'Missing precondition: call a (same id) and one of (b or c)'
     """
-    tools = ", ".join(missing)
+    if len(missing) > 1 and any(" or " in m for m in missing):
+        # An any-of group beside other requirements: all of them are needed, one tool of the group.
+        parts = [f"one of ({m})" if " or " in m else m for m in missing]
+        tools = ", ".join(parts[:-1]) + " and " + parts[-1]
+    else:
+        tools = ", ".join(missing)
     skill = f" (skill: {label})" if label else ""
     notes = "".join(
         f"The earlier call of `{tool}` failed, and a failed call does not count. " for tool in dict.fromkeys(failed)

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from symfonic_graph._limits import refuse_over_cap
+from symfonic_graph._revision import rev_digest
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.layers.procedural import skill_row
 from symfonic_graph.layers.prospective import trigger_row
@@ -55,7 +56,8 @@ __all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 
 _TRIGGER_FIELDS = frozenset({"condition", "task", "identifier"})
 _SKILL_CONTENT = ("label", "identifier", "steps", "action_tool", "context", "status", "source")
-_PRECONDITION_CONTENT = ("position", "kind", "tool", "path", "op", "value", "text")
+_PRECONDITION_CONTENT = ("position", "kind", "tool", "same_args", "within", "tools", "path", "op", "value",
+                         "if_missing", "text")
 _TRIGGER_CONTENT = ("identifier", "condition", "task")
 
 
@@ -307,6 +309,12 @@ def _skill_content(row: Row) -> tuple[object, ...]:
     return (*(row.get(k) for k in _SKILL_CONTENT), pres, row["tenant_id"], row["namespace"])
 
 
+def _hand_edited(old: Row, row: Row) -> bool:
+    """The library last wrote ``row``'s content to ``old``, which now differs: edited by hand since."""
+    written = rev_digest(old.get("rev"))
+    return written is not None and written == rev_digest(row.get("rev"))
+
+
 def _trigger_content(row: Row) -> tuple[object, ...]:
     return (*(row.get(k) for k in _TRIGGER_CONTENT), row["tenant_id"], row["namespace"])
 
@@ -317,8 +325,10 @@ async def count_changes(store: GraphMemoryStore, plan: SeedPlan) -> list[dict[st
     Read-only (``seed --plan`` prints it without writing; ``seed`` prints it
     for the write that follows). Each entry is compared with the live node of
     its key (its identifier, or its content): none is *created*; one with the
-    same content, live (not retracted, active, pending), is *unchanged*; any
-    other is *updated*.
+    same content, live (not retracted, active, pending), is *unchanged*; one
+    the library last wrote with the file's content but edited by hand since
+    (its ``symfonic_rev`` digest) is *reverted* (the key is present only when
+    one is); any other is *updated*.
 
     Example:
         >>> await count_changes(store, plan_seed(load_seed_file(path), MemoryScope("acme")))
@@ -338,6 +348,8 @@ async def count_changes(store: GraphMemoryStore, plan: SeedPlan) -> list[dict[st
                     counts["created"] += 1
                 elif old["live"] and content(old) == content(row):
                     counts["unchanged"] += 1
+                elif old["live"] and kind == "skills" and _hand_edited(old, row):
+                    counts["reverted"] = counts.get("reverted", 0) + 1  # the file's content, edited by hand since
                 else:
                     counts["updated"] += 1
             counts_of[kind] = counts

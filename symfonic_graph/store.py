@@ -473,9 +473,10 @@ class GraphMemoryStore:
         use (today 0008, which drops the full-text index ``symfonic_memory_text_v2``)
         waits until ``after_rollout=True`` says that every process using the
         database runs this release (``symfonic-graph schema apply --after-rollout``);
-        ``waiting_migrations`` lists them. Then ``stamp_keys`` gives nodes
-        seeded with plain Cypher (or by an older release) the keys the library
-        maintains. Idempotent: a second run applies nothing and returns ``[]``.
+        ``waiting_migrations`` lists them. On a database without any migration
+        yet there is nothing to roll out from: every migration is applied.
+        Then ``stamp_keys`` gives nodes seeded with plain Cypher (or by an
+        older release) the keys the library maintains. Idempotent: a second run applies nothing and returns ``[]``.
         Safe to run from several processes at once.
 
         Example:
@@ -485,6 +486,8 @@ class GraphMemoryStore:
             [8]
         """
         applied = {row["version"] for row in await self._schema_read("migrations_applied")}
+        # A database without any migration has no previous release to roll out from: apply everything.
+        after_rollout = after_rollout or not applied
         done: list[int] = []
         for migration in _migrations():
             if migration.version in applied or (migration.after_rollout and not after_rollout):
@@ -504,6 +507,8 @@ class GraphMemoryStore:
             [8]
         """
         applied = {row["version"] for row in await self._schema_read("migrations_applied")}
+        if not applied:  # a fresh database: `schema apply` applies every migration at once
+            return []
         return [m.version for m in _migrations() if m.after_rollout and m.version not in applied]
 
     async def stamp_keys(self, *, batch: int = 5000) -> int:

@@ -49,8 +49,10 @@ RETURN elementId(n) AS element_id,
 // name: doctor_foreign_preconditions
 // params: tenant_id, after, limit
 // REQUIRES edges from a skill to a precondition of another tenant (or of
-// none): every read of the skill ignores that precondition. Reported on the
-// skill, with the edge's position and the precondition's element id.
+// none, e.g. a misspelt `tenantid`): every read of the skill takes it for an
+// unreadable precondition, so the skill blocks its action until it is fixed,
+// and none of its content is read. Reported on the skill, with the edge's
+// position and the precondition's element id.
 // include: doctor_tenant_skills
 MATCH (s)-[r:REQUIRES]->(p:Precondition)
 WHERE valueType(s.tenant_id) STARTS WITH 'STRING'
@@ -67,7 +69,8 @@ RETURN elementId(r) AS element_id, 'Skill' AS label, coalesce(toStringOrNull(s.i
             ELSE 'a ' + replace(valueType(p.tenant_id), ' NOT NULL', '') + ' tenant_id'
           END
         + ", not this skill's tenant " + s.tenant_id
-        + ": every read of the skill ignores it; delete the edge, or give the precondition the skill's tenant_id"]
+        + ": it cannot be attributed to the skill's tenant, so the skill blocks its action (fails closed) and none "
+        + "of its content is read; give the precondition the skill's tenant_id, or delete the edge"]
          AS problems;
 
 // name: doctor_skills
@@ -75,14 +78,34 @@ RETURN elementId(r) AS element_id, 'Skill' AS label, coalesce(toStringOrNull(s.i
 // Every skill with a string tenant (of one tenant, or all), through the one
 // projection a turn reads, in pages of $limit after element id $after: doctor
 // validates each row with the same model as TurnMemory and reports what a turn
-// would skip. Skills without a string tenant are doctor_untenanted's.
+// would skip. Skills without a string tenant are doctor_untenanted's. With
+// each row, the property names of the skill and of each of its preconditions
+// (with the edge's position), for doctor to name near misses (`same_arg`).
 // include: doctor_tenant_skills
 WITH s
 WHERE valueType(s.tenant_id) STARTS WITH 'STRING'
   AND elementId(s) > $after
 WITH s ORDER BY elementId(s) LIMIT $limit
 // include: skill_row
-RETURN elementId(s) AS element_id, skill_row;
+RETURN elementId(s) AS element_id, skill_row, keys(s) AS skill_keys,
+       [(s)-[r:REQUIRES]->(p:Precondition) | {position: r.position, keys: keys(p)}] AS precondition_keys;
+
+// name: doctor_identifiers
+// params: tenant_id
+// Identifiers held by two or more live skills of one scope (approved, active,
+// not retracted, not staged): every turn enforces all of them, and a library
+// re-seed of the identifier replaces only the one holding its key (or adds a
+// third). Drafts and staged writes wait beside the live skill by design.
+// include: doctor_tenant_skills
+WITH s
+WHERE valueType(s.tenant_id) STARTS WITH 'STRING' AND valueType(s.identifier) STARTS WITH 'STRING'
+  AND s.status = 'approved' AND coalesce(s.active, true) = true
+  AND NOT s:SymfonicRetracted AND NOT s:SymfonicUnpublished
+WITH s.tenant_id AS tenant_id, toStringOrNull(s.namespace) AS namespace, s.identifier AS identifier,
+     collect(coalesce(toStringOrNull(s.id), elementId(s))) AS holders
+WHERE size(holders) > 1
+RETURN tenant_id, namespace, identifier, holders
+ORDER BY tenant_id, namespace, identifier;
 
 // name: doctor_keys
 // params: tenant_id, after, limit
@@ -284,3 +307,26 @@ ORDER BY tenant_id, namespace;
 // name: doctor_indexes
 // params:
 SHOW INDEXES YIELD name, state RETURN name, state;
+
+// name: doctor_tenant_fingerprints
+// params: tenants
+// What a turn of each tenant id in $tenants reads, as raw data for `cypher
+// run` to compare before and after an operator's script: the tenant's skills
+// (labels, properties, and each REQUIRES edge with its precondition, whatever
+// that precondition's tenant_id), its triggers, and its catalog version. A
+// tenant whose skills changed gets its catalog bumped; one whose skills or
+// triggers changed gets doctor's tenant checks. Each tenant is read through
+// its index.
+UNWIND $tenants AS tenant
+CALL (tenant) {
+  MATCH (s:Skill {tenant_id: tenant})
+  RETURN collect([elementId(s), labels(s), properties(s),
+                  [(s)-[r:REQUIRES]->(p:Precondition) | [elementId(r), properties(r), elementId(p), properties(p)]]])
+         AS skills
+}
+CALL (tenant) {
+  MATCH (t:Trigger {tenant_id: tenant})
+  RETURN collect([elementId(t), labels(t), properties(t)]) AS triggers
+}
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: tenant})
+RETURN tenant, skills, triggers, c.version AS version;

@@ -8,11 +8,12 @@ MATCH (s:Skill {symfonic_key: key})
 OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
 WHERE p.tenant_id = s.tenant_id
 WITH key, s, r, p ORDER BY r.position
-WITH key, s, collect(CASE WHEN p IS NOT NULL THEN {position: r.position, kind: p.kind, tool: p.tool, path: p.path,
-                                                   op: p.op, value: p.value, text: p.text} END) AS preconditions
+WITH key, s, collect(CASE WHEN p IS NOT NULL THEN p {.kind, .tool, .same_args, .within, .tools, .path, .op, .value,
+                                                     .if_missing, .text, position: r.position} END) AS preconditions
 RETURN key, s.tenant_id AS tenant_id, s.namespace AS namespace, s.label AS label, s.identifier AS identifier,
        s.steps AS steps, s.action_tool AS action_tool, s.context AS context, s.status AS status,
-       s.source AS source, coalesce(s.active, true) = true AND NOT s:SymfonicRetracted AS live, preconditions;
+       s.source AS source, coalesce(s.active, true) = true AND NOT s:SymfonicRetracted AS live, preconditions,
+       s.symfonic_rev AS rev;
 
 // name: seed_existing_triggers
 // params: keys

@@ -18,22 +18,28 @@ s.tenant_id = sc.tenant_id
 // params:
 // The one projection of a skill `s` into `skill_row`: its documented
 // properties (absent ones come back null; the Python model maps them to their
-// defaults), its markers, its preconditions of the same tenant in position
-// order, how many foreign ones were ignored, and the revision stamps that let
-// a reader detect a skill torn by a concurrent re-seed. Keeps `s` in scope.
+// defaults), its markers, its preconditions in position order, and the
+// revision stamps that let a reader detect a skill torn by a concurrent
+// re-seed. Keeps `s` in scope. A precondition that cannot be attributed to
+// the skill's tenant (its tenant_id missing, misspelt or another tenant's)
+// comes back as an entry of an unknown kind with nothing of its content: the
+// model reads it as unreadable, so the skill keeps blocking its action
+// (fails closed) and another tenant's text never reaches this tenant.
 CALL (s) {
   OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
-  WHERE p.tenant_id = s.tenant_id
   WITH r, p ORDER BY r.position
-  RETURN collect(p {.kind, .tool, .same_args, .within, .tools, .path, .op, .value, .if_missing, .text,
-                    position: r.position, rev: p.symfonic_rev})
-         AS preconditions
+  RETURN collect(CASE WHEN p IS NULL THEN null
+                   WHEN p.tenant_id = s.tenant_id
+                   THEN p {.kind, .tool, .same_args, .within, .tools, .path, .op, .value, .if_missing, .text,
+                           position: r.position, rev: p.symfonic_rev}
+                   ELSE {kind: "precondition of no tenant or another tenant (its tenant_id is not this skill's)",
+                         position: r.position}
+                 END) AS preconditions
 }
 WITH s, {
   skill: s {.id, .tenant_id, .namespace, .label, .identifier, .steps, .action_tool, .context, .status, .active,
             .source, .enforcement, created_at: toStringOrNull(s.created_at), rev: s.symfonic_rev},
   retracted: s:SymfonicRetracted,
   staged: s:SymfonicUnpublished,
-  preconditions: preconditions,
-  foreign: COUNT { (s)-[:REQUIRES]->(x:Precondition) WHERE x.tenant_id IS NULL OR x.tenant_id <> s.tenant_id }
+  preconditions: preconditions
 } AS skill_row

@@ -19,6 +19,7 @@ from symfonic_graph.doctor import diagnose
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import GateDecision, explain_tool_call
 from symfonic_graph.layers import ProceduralLayer
+from symfonic_graph.records import bare_identifier
 from symfonic_graph.traces import load_traces
 from symfonic_graph.turn import DEFAULT_MAX_TRIGGERS
 
@@ -142,5 +143,21 @@ async def _explain(args: argparse.Namespace) -> int:
                      for c in decision.shadowed],
         "content": decision.content(),
     }
-    emit(args, data, render_decision(decision))
+    note = _called_note(decision, called, messages)
+    if note:
+        data["note"] = note
+    emit(args, data, render_decision(decision) + (f"\nnote: {note}" if note else ""))
     return 0
+
+
+def _called_note(decision: GateDecision, called: list[str], messages: list[Any] | None) -> str | None:
+    """Why a ``same_args`` precondition stays missing though ``--called`` names its tool, or None."""
+    if messages is not None or not called:
+        return None
+    bound = [m for c in decision.matched for m in c.missing
+             if "(same " in m and bare_identifier(m.split(" (same", 1)[0]) in called]
+    if not bound:
+        return None
+    return (f"--called names tools without arguments, so it never meets a precondition bound to the call's "
+            f"arguments ({'; '.join(bound)}); give the conversation, with the earlier call's arguments, "
+            "with --messages")

@@ -12,6 +12,7 @@ import anyio
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store, run_script, run_statement
+from symfonic_graph.cli._script_effects import Effects, follow_up, snapshot, tenant_literals
 from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
@@ -94,7 +95,8 @@ def _plural(count: int, noun: str) -> str:
 
 
 def _changes(counts: dict[str, int]) -> str:
-    return f"{counts['created']} created, {counts['updated']} updated, {counts['unchanged']} unchanged"
+    reverted = f", {counts['reverted']} reverted a hand edit" if counts.get("reverted") else ""
+    return f"{counts['created']} created, {counts['updated']} updated, {counts['unchanged']} unchanged{reverted}"
 
 
 async def _seed(args: argparse.Namespace) -> int:
@@ -136,23 +138,53 @@ async def _cypher_run(args: argparse.Namespace) -> int:
     statements = split_cypher_script(text)
     named = [(f"{args.file}:{s.line}: statement {n} of {len(statements)}", s.text)
              for n, s in enumerate(statements, start=1)]
+    tenants = tenant_literals(text)
+    wrote = False
     async with open_store() as store:
+        before = await snapshot(store, tenants)
         if args.per_statement:
             for n, (where, statement) in enumerate(named, start=1):
                 records, counters = await run_statement(
                     store, statement, where, hint=f"Ran {n - 1} statement(s) before it; later ones were not run.")
                 _print_statement(args.file, statements[n - 1].line, records, counters.nodes_created,
                                  counters.properties_set)
+                wrote = wrote or counters.contains_updates
         else:
             results = await run_script(store, str(args.file), named)
             for s, (records, counts) in zip(statements, results, strict=True):
                 _print_statement(args.file, s.line, records, counts["nodes_created"], counts["properties_set"])
+                wrote = wrote or any(counts.values())
+        effects = await follow_up(store, before, await snapshot(store, tenants))
         stamped = await store.stamp_keys()  # what the script seeded is read on the fast paths at once
     how = "one statement at a time" if args.per_statement else "in one transaction"
     print(f"ran {len(statements)} statement(s) {how}")
     if stamped:
         print(f"stamped {stamped} library key(s) (trigger scope keys, tenant tokens) on what the script seeded")
+    _print_effects(effects, wrote)
     return 0
+
+
+def _print_effects(effects: Effects, wrote: bool) -> None:
+    """What ``cypher run`` did after the script: catalog bumps, and doctor's findings for the tenants touched."""
+    if effects.bumped:
+        print(f"bumped the catalog version of tenant(s) {', '.join(effects.bumped)}: the script changed their "
+              "skills, and the next turn of each reads them")
+    if effects.bumped_by_script:
+        print(f"the script bumped the catalog of tenant(s) {', '.join(effects.bumped_by_script)} itself")
+    if wrote and not effects.touched:
+        print("the script wrote to the graph, but to no tenant it names in a string literal, so nothing was "
+              "bumped or checked: if it changed skills, bump each such tenant's catalog (MERGE (c:SymfonicCatalog "
+              "{tenant_id: 'T'}) ON CREATE SET c.version = 0 SET c.version = c.version + 1), or turns keep the "
+              "rules they cached for up to max_age (10 s by default); then run `symfonic-graph doctor --tenant T`")
+    if effects.touched:
+        tenants = ", ".join(effects.touched)
+        if not effects.findings:
+            print(f"doctor: no problems found in tenant(s) {tenants}")
+        else:
+            print(f"doctor found {_plural(len(effects.findings), 'problem')} in tenant(s) {tenants} (the script is "
+                  "committed; fix them and run it again):")
+            for f in effects.findings:
+                print(f"  [{f.check}] {f.label} {f.node} in {f.where()}: {f.problem}")
 
 
 def _print_statement(path: Path, line: int, records: list[dict[str, Any]], created: int, props: int) -> None:

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from symfonic_graph import _validate as v
 from symfonic_graph._isolation import keep_owned
 from symfonic_graph._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
+from symfonic_graph._revision import revision
 from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
 from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
@@ -349,7 +350,7 @@ def _skill_row(
         "namespace": scope.namespace,
         "identifier": identifier,
         "status": status,
-        "rev": f"{new_id()}/{len(preconditions)}",
+        "rev": revision(new_id(), content),
     }
 
 

@@ -177,8 +177,10 @@ async def test_malformed_seeded_nodes_never_crash_a_read(
     # skipped: wrong property types on the skill itself (an `active` that is no bool fails closed in Cypher)
     for name in ("label-list", "steps-string", "context-int", "active-string", "namespace-int", "id-int"):
         assert name not in labels, name
-    # kept; another tenant's precondition is ignored; one without a position is read in list order
-    assert labels["foreign-precondition"].precondition is None
+    # kept; a precondition of no tenant (or another tenant's) blocks, with none of its content read;
+    # one without a position is read in list order
+    [foreign] = labels["foreign-precondition"].preconditions
+    assert foreign.kind == "unreadable" and "tenant_id" in foreign.reason and "'x'" not in foreign.reason
     assert labels["no-position"].precondition == ("x",)
     # kept, and a precondition that cannot be read blocks the action (fails closed) instead of vanishing
     for name in ("unknown-kind", "tool-not-string"):
