@@ -130,10 +130,13 @@ def missing_precondition_content(
     notes = "".join(
         f"The earlier call of `{tool}` failed, and a failed call does not count. " for tool in dict.fromkeys(failed)
     )
-    notes += "".join(
-        f"A precondition of this rule could not be read ({reason}); an operator must fix it "
-        f"(symfonic-graph doctor). " for reason in unreadable
-    )
+    if unreadable:  # never met: telling the model to call something and retry would loop forever
+        reasons = "; ".join(dict.fromkeys(unreadable))
+        return (
+            f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. {notes}`{action_tool}` was not executed: "
+            f"a misconfigured rule blocks this tool; ask an operator (symfonic-graph doctor reports it: {reasons}). "
+            f"Do not retry `{action_tool}` until the rule is fixed. {GATE_CONTENT_MARKER}"
+        )
     return (
         f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. {notes}"
         f"`{action_tool}` was not executed. Call {tools} first and wait for the "

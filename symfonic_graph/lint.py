@@ -4,7 +4,9 @@ A rule names tools by string. A typo in its action tool (``delete_acount``)
 means it never applies; a precondition tool the agent does not have
 (``request_manager_approval``) means the action can never run, while the
 model is told to call it. Neither shows in the graph alone: they are found by
-comparing the rules with the tools one agent was given.
+comparing the rules with the tools one agent was given. A rule that cannot be
+enforced as written (an ``action_tool`` that is no tool name, a precondition
+naming no tool, a misconfigured state predicate) is an ERROR whatever the tools.
 
 - :func:`lint_rules` returns the findings;
 - :class:`ToolLinter` is what the LangChain middleware and the LangGraph
@@ -30,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from symfonic_graph.records import UnreadablePrecondition
 from symfonic_graph.ruleset import Rule, RuleSet, rules_of
 
 __all__ = ["Finding", "ToolLinter", "lint_rules", "tool_names"]
@@ -39,6 +42,8 @@ log = logging.getLogger(__name__)
 Level = Literal["WARNING", "ERROR"]
 ACTION_MISSING: Final = "action_tool_missing"
 PRECONDITION_MISSING: Final = "precondition_tool_missing"
+ACTION_NOT_A_TOOL_NAME: Final = "action_tool_not_a_tool_name"
+PRECONDITION_UNENFORCEABLE: Final = "precondition_unenforceable"
 _REMEMBERED: Final = 1024
 
 
@@ -47,14 +52,17 @@ class Finding:
     """One rule that does not fit the agent's tools.
 
     Attributes:
-        level: ``"WARNING"`` (the rule never applies) or ``"ERROR"`` (its action can never run).
-        code: ``"action_tool_missing"`` or ``"precondition_tool_missing"``.
+        level: ``"WARNING"`` (the rule never applies) or ``"ERROR"`` (its action can never run, or
+            the rule cannot guard the tool it names).
+        code: ``"action_tool_missing"``, ``"precondition_tool_missing"``, ``"action_tool_not_a_tool_name"``
+            or ``"precondition_unenforceable"``.
         skill_id: the skill's id, if it has one.
         label: the skill's label, if it has one.
-        action_tool: the tool the rule guards.
-        tool: the tool the agent lacks.
+        action_tool: the tool the rule guards (empty when it guards none).
+        tool: the tool the agent lacks (empty for the last two codes).
         tenant_id: the skill's tenant, if it says.
         namespace: the skill's namespace, if any.
+        detail: what is wrong with the rule itself (the last two codes).
     """
 
     level: Level
@@ -65,10 +73,16 @@ class Finding:
     tool: str
     tenant_id: str | None = None
     namespace: str | None = None
+    detail: str | None = None
 
     def line(self) -> str:
         """The finding as one line, level first."""
         name = self.label or self.skill_id or "<unnamed>"
+        if self.code == ACTION_NOT_A_TOOL_NAME:
+            return f"ERROR {name}: {self.detail}; write a tool name the agent's tools use"
+        if self.code == PRECONDITION_UNENFORCEABLE:
+            return (f"ERROR {name}: a precondition cannot be enforced as written ({self.detail}): "
+                    f"`{self.action_tool}` can never run until an operator fixes the rule")
         if self.code == ACTION_MISSING:
             return (f"WARNING {name}: action tool `{self.tool}` is not among the agent's tools: "
                     "the rule never applies (a typo in the tool name?)")
@@ -109,9 +123,21 @@ def _owner(rule: Rule) -> tuple[str | None, str | None]:
 def lint_rules(skills: Iterable[Any] | None, tools: Iterable[Any]) -> list[Finding]:
     """The rules of ``skills`` that do not fit ``tools``, in catalog order.
 
-    A rule whose action tool is not among ``tools`` gives one WARNING (it
-    never applies; its preconditions are not checked). A rule whose action
-    tool is there gives one ERROR per precondition tool that is not.
+    A rule whose ``action_tool`` is no tool name gives an ERROR (the rule
+    cannot guard the tool it names). A rule whose action tool is not among
+    ``tools`` gives one WARNING (it never applies; its preconditions are not
+    checked). A rule whose action tool is there gives one ERROR per
+    precondition tool that is not, and one per precondition that can never be
+    met (unreadable, naming no tool, or a misconfigured state predicate).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> skill = SimpleNamespace(metadata={"label": "Refunds", "action_tool": "issue-refund",
+        ...                                   "precondition": ["verify-identity"]})
+        >>> lint_rules([skill], ["issue-refund", "verify-identity"])
+        []
+        >>> [f.line()[:60] for f in lint_rules([skill], ["issue-refund"])]
+        ['ERROR Refunds: precondition tool `verify-identity` is not am']
 
     Args:
         skills: the skills (a ``RuleSet`` is not compiled again).
@@ -120,9 +146,12 @@ def lint_rules(skills: Iterable[Any] | None, tools: Iterable[Any]) -> list[Findi
     names = tool_names(tools)
     findings: list[Finding] = []
     for rule in rules_of(skills).rules:
+        owner = _owner(rule) if rule.problems or rule.action_tool is not None else (None, None)
+        for problem in rule.problems:
+            findings.append(Finding("ERROR", ACTION_NOT_A_TOOL_NAME, rule.skill_id, rule.label,
+                                    rule.action_tool or "", "", *owner, detail=problem))
         if rule.action_tool is None:
             continue
-        owner = _owner(rule)
         if rule.action_tool not in names:
             findings.append(Finding("WARNING", ACTION_MISSING, rule.skill_id, rule.label, rule.action_tool,
                                     rule.action_tool, *owner))
@@ -131,6 +160,10 @@ def lint_rules(skills: Iterable[Any] | None, tools: Iterable[Any]) -> list[Findi
             if tool not in names:
                 findings.append(Finding("ERROR", PRECONDITION_MISSING, rule.skill_id, rule.label,
                                         rule.action_tool, tool, *owner))
+        for entry in rule.requirements:
+            if isinstance(entry, UnreadablePrecondition):
+                findings.append(Finding("ERROR", PRECONDITION_UNENFORCEABLE, rule.skill_id, rule.label,
+                                        rule.action_tool, "", *owner, detail=entry.reason))
     return findings
 
 

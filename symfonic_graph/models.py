@@ -19,6 +19,7 @@ from pydantic import ValidationError as PydanticValidationError
 from symfonic_graph.records import (
     STATE_OPS,
     Precondition,
+    action_tool_problem,
     node_problem,
     precondition_from_node,
     precondition_item,
@@ -268,6 +269,8 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
     enforcement = record.enforcement if record.enforcement in ENFORCEMENTS else None
     if record.enforcement is not None and enforcement is None:
         problems.append(f"enforcement: unknown value {record.enforcement!r}; the rule is enforced")
+    if (action_problem := action_tool_problem(record.action_tool)) is not None:
+        problems.append(action_problem)
     if row.get("foreign"):
         problems.append(f"precondition: {row['foreign']} node(s) without this skill's tenant_id were ignored")
     skill = Skill(  # validating again in pydantic-core is faster than model_construct

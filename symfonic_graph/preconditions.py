@@ -10,8 +10,12 @@ text. A :class:`~symfonic_graph.models.Skill` read from the graph carries its
 typed ``preconditions`` instead, and those are read as they are (a ``text``
 entry is never enforced, whatever its text looks like).
 
-Every rule fails closed: a malformed state predicate never holds, so the skill
-that carries it is dropped by the state filter.
+Every rule fails closed: a misconfigured state predicate (unknown op, no
+value, a non-list ``in``, a bad path) does not decide whether its skill
+applies; the skill applies and its action stays blocked until an operator
+fixes the predicate. A tool entry that names no tool blocks the same way.
+Tool names are read by :func:`~symfonic_graph.records.bare_identifier`
+(1 to 128 ASCII letters, digits, ``_``, ``-`` or ``.``, as providers accept).
 
 Example:
     >>> from types import SimpleNamespace
@@ -46,6 +50,7 @@ from symfonic_graph.records import (
     ToolPrecondition,
     bare_identifier,
     precondition_from_item,
+    predicate_problem,
 )
 
 __all__ = [
@@ -214,9 +219,10 @@ def required_tools(skill: object, action_tool: str) -> list[str]:
 def state_predicates(skill: object) -> list[Any]:
     """The inner mappings of a skill's ``{"state": {...}}`` items, in entry order.
 
-    A mapping with a bad path, op or value is kept so that it fails closed in
-    :func:`evaluate_predicate`. An item ``{"state": X}`` whose ``X`` is not a
-    mapping is not a predicate: it contributes nothing.
+    A mapping with a bad path, op or value is kept (the compiled rule turns it
+    into a requirement that is never met, so the skill blocks). An item
+    ``{"state": X}`` whose ``X`` is not a mapping is not a predicate (it is an
+    unreadable entry of :func:`entries_of`, which blocks too).
 
     Example:
         >>> from types import SimpleNamespace
@@ -391,6 +397,8 @@ class StateFilterResult:
 
 def _first_failure(skill: object, state: object) -> DroppedSkill | None:
     for index, predicate in enumerate(state_predicates(skill)):
+        if predicate_problem(predicate) is not None:
+            continue  # misconfigured: it never drops the skill, whose action it blocks instead
         try:
             reason = predicate_failure(predicate, state)
         except Exception as exc:  # defensive, keeps the filter total
@@ -402,6 +410,9 @@ def _first_failure(skill: object, state: object) -> DroppedSkill | None:
 
 def partition_skills_by_state(skills: Iterable[Any] | None, state: object) -> StateFilterResult:
     """Split skills into those whose state predicates all hold and the rest. Logs nothing.
+
+    A misconfigured predicate is skipped: it never drops its skill (the gate
+    blocks the skill's action instead, until an operator fixes it).
 
     Example:
         >>> from types import SimpleNamespace

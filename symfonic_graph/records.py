@@ -11,8 +11,17 @@ A skill's preconditions are a list of typed entries, told apart by ``kind``:
   predicate holds in the graph state (``if_missing="apply"``: also when the
   state does not have the path).
 * ``TextPrecondition`` (``kind="text"``): advisory text, never enforced.
-* ``UnreadablePrecondition``: a graph node that could not be read. It is
-  never satisfied, so its skill keeps blocking (fails closed), and it says why.
+* ``UnreadablePrecondition``: a graph node that could not be read (or a tool
+  entry whose name is no tool name). It is never satisfied, so its skill keeps
+  blocking (fails closed), and it says why.
+
+**A tool name** is 1 to 128 ASCII letters, digits, ``_``, ``-`` or ``.``: every
+name OpenAI (``^[a-zA-Z0-9_-]{1,64}$``), Anthropic (``^[a-zA-Z0-9_-]{1,128}$``)
+and MCP (1-128 of letters, digits, ``_``, ``-``, ``.``) accept. A *tool
+reference* is a tool name, optionally followed by an argument list that is
+ignored (``get_status(brand_id=<x>)`` names ``get_status``). Every path reads
+names with :func:`bare_identifier` (references) and :func:`is_tool_name`
+(exact names): writes, graph nodes, metadata, the gate, pre-flight and lint.
 
 Every path builds entries here: writes and seed files (:func:`precondition_from_input`,
 strict, errors name the field), graph reads (:func:`precondition_from_node`, lenient,
@@ -49,6 +58,7 @@ __all__ = [
     "ToolPrecondition",
     "UnreadablePrecondition",
     "bare_identifier",
+    "is_tool_name",
     "precondition_from_input",
     "precondition_from_item",
     "precondition_from_node",
@@ -58,26 +68,77 @@ __all__ = [
 ]
 
 STATE_OPS: Final = frozenset({"eq", "neq", "in", "exists"})
-"""The state-predicate operators; any other ``op`` never holds."""
+"""The state-predicate operators; a predicate with any other ``op`` is misconfigured (its skill blocks)."""
 WITHIN: Final = ("conversation", "user_turn")
-_BARE_IDENTIFIER: Final = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)\s*(\(.*\))?\s*$")
+MAX_TOOL_NAME: Final = 128
+TOOL_NAME_RULE: Final = (
+    "a tool name is 1 to 128 ASCII letters, digits, '_', '-' or '.' (what OpenAI, Anthropic and MCP accept)")
+"""The accepted character set, as every error and report states it."""
+_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_TOOL_REFERENCE: Final = re.compile(r"([A-Za-z0-9_.\-]{1,128})\s*(\(.*\))?")
 _ARG_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCALARS: Final = (str, int, float, bool)
 
 
+def is_tool_name(value: object) -> bool:
+    """True iff ``value`` is exactly a tool name (no blanks, no argument list).
+
+    Example:
+        >>> is_tool_name("issue-refund"), is_tool_name("mcp.orders.lookup"), is_tool_name("issue refund")
+        (True, True, False)
+    """
+    return isinstance(value, str) and _TOOL_NAME.fullmatch(value) is not None
+
+
 def bare_identifier(value: object) -> str | None:
-    """The identifier of a bare tool reference (a name, optionally with an argument list), else None.
+    """The tool name of a tool reference (a name, optionally with an argument list), else None.
+
+    Surrounding blanks are ignored. Anything with another character (a space,
+    a comma, a non-ASCII letter) or a name over 128 characters is no reference.
 
     Example:
         >>> bare_identifier("  get_status(brand_id=<x>) ")
         'get_status'
+        >>> bare_identifier("issue-refund"), bare_identifier("mcp.orders.lookup(id=1)")
+        ('issue-refund', 'mcp.orders.lookup')
         >>> bare_identifier("Check the status first.") is None
         True
     """
     if not isinstance(value, str):
         return None
-    match = _BARE_IDENTIFIER.match(value.strip())
+    match = _TOOL_REFERENCE.fullmatch(value.strip())
     return match.group(1) if match else None
+
+
+def tool_name_problem(value: object) -> str:
+    """Why ``value`` is no tool reference, in the words every error and report uses.
+
+    Example:
+        >>> tool_name_problem("issue refund")[:40]
+        "'issue refund' is not a tool name (a too"
+    """
+    shown = repr(value) if not isinstance(value, str) or len(value) <= 80 else f"{value[:60]!r}... ({len(value)} chars)"
+    return f"{shown} is not a tool name ({TOOL_NAME_RULE})"
+
+
+def action_tool_problem(action_tool: object) -> str | None:
+    """What a reader should know about a skill's ``action_tool`` property, or None when it names a tool.
+
+    A blank or absent ``action_tool`` is no problem (``steps[0]`` is the guarded
+    tool). Anything else that is no tool reference is reported: the gate then
+    guards ``steps[0]`` when that is a tool name, else nothing.
+
+    Example:
+        >>> action_tool_problem("issue-refund") is None, action_tool_problem(None) is None
+        (True, True)
+        >>> action_tool_problem("issue refund").startswith("action_tool: 'issue refund' is not a tool name")
+        True
+    """
+    if action_tool is None or (isinstance(action_tool, str) and not action_tool.strip()):
+        return None
+    if bare_identifier(action_tool) is not None:
+        return None
+    return f"action_tool: {tool_name_problem(action_tool)}: the gate guards steps[0] instead, if it is a tool name"
 
 
 class _Entry(BaseModel):
@@ -163,10 +224,42 @@ def _text(field: str, value: object) -> str:
 
 
 def _tool_name(field: str, value: object) -> str:
-    name = bare_identifier(_text(field, value))
-    if name is None:
-        raise ValidationError(field, f"must be a tool name such as `lookup_order`, got {value!r}")
-    return str(value).strip()
+    name = bare_identifier(value)
+    if name is None and (isinstance(value, str) or value is None):
+        raise ValidationError(field, f"must be a tool name such as `lookup_order` or `issue-refund`: "
+                                     f"{tool_name_problem(value)}")
+    return _text(field, value).strip()
+
+
+def action_tool_input(field: str, value: object) -> str | None:
+    """A written ``action_tool``: None, or a tool reference (else a ``ValidationError`` naming ``field``).
+
+    Example:
+        >>> action_tool_input("action_tool", "issue-refund")
+        'issue-refund'
+        >>> action_tool_input("action_tool", "issue refund")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        symfonic_graph.errors.ValidationError: action_tool: must be a tool name ... is not a tool name ...
+    """
+    if value is None:
+        return None
+    _tool_name(field, value)
+    return str(value)
+
+
+def _string_entry(item: str, field: str | None) -> ToolPrecondition | TextPrecondition:
+    """A string entry: a tool reference is a tool precondition, anything else advisory text.
+
+    A reference ending in ``.`` (``Apologise.``) reads both ways: a write
+    (``field`` given) refuses it, a lenient read takes it as a tool (fails closed).
+    """
+    if bare_identifier(item) is None:
+        return TextPrecondition(text=item)
+    if field is not None and item.strip().endswith("."):
+        raise ValidationError(field, f"{item!r} reads both as a tool name and as a sentence: write "
+                                     f'{{"tool": {item.strip()!r}}} or {{"text": {item!r}}}')
+    return ToolPrecondition(tool=item.strip())
 
 
 def state_value(field: str, value: object) -> Any:
@@ -247,8 +340,9 @@ def _state_input(field: str, state: object) -> StatePrecondition:
 def precondition_from_input(item: object, field: str) -> Precondition:
     """One write-side entry, validated: errors are ``ValidationError`` naming ``field``.
 
-    Accepted: a typed entry; a string (a bare tool name is a tool precondition,
-    anything else advisory text); ``{"tool": T, "same_args"?, "within"?}``;
+    Accepted: a typed entry; a string (a tool reference is a tool precondition,
+    anything else, e.g. with a space, advisory text; a reference ending in ``.``
+    is refused as ambiguous); ``{"tool": T, "same_args"?, "within"?}``;
     ``{"any": [T, ...]}``; ``{"state": {path, op, value?, if_missing?}}``;
     ``{"text": "..."}``; or any of them with an explicit ``"kind"``.
 
@@ -261,8 +355,7 @@ def precondition_from_input(item: object, field: str) -> Precondition:
     if isinstance(item, UnreadablePrecondition):
         raise ValidationError(field, f"cannot write an unreadable precondition ({item.reason})")
     if isinstance(item, str):
-        _text(field, item)
-        return ToolPrecondition(tool=item.strip()) if bare_identifier(item) else TextPrecondition(text=item)
+        return _string_entry(_text(field, item), field)
     if not isinstance(item, Mapping):
         raise ValidationError(
             field, 'must be a string, {"tool": name}, {"any": [names]}, {"state": {path, op, value}} or {"text": ...}'
@@ -337,13 +430,25 @@ def _names(value: object) -> tuple[str, ...] | None:
     return tuple(value) if all(isinstance(v, str) for v in value) else None
 
 
+def _any_entry(value: object, field: str) -> AnyPrecondition | UnreadablePrecondition:
+    """A read ``any`` group: unreadable (blocking) unless it is a list of strings holding a tool name."""
+    tools = _names(value)
+    if not tools:
+        return UnreadablePrecondition(reason=f"{field}: {value!r} is not a non-empty list of tool names")
+    entry = AnyPrecondition(tools=tools)
+    if not entry.names:
+        return UnreadablePrecondition(reason=f"{field}: {list(tools)!r} holds no tool name ({TOOL_NAME_RULE})")
+    return entry
+
+
 def precondition_from_node(props: Mapping[str, Any]) -> Precondition:
     """The entry of one ``:Precondition`` node as seeded (by the library or by hand). Never raises.
 
     The node's ``kind`` decides (case-insensitively, surrounding blanks ignored):
-    a ``text`` node is never enforced whatever its text; a ``tool`` node whose
-    ``tool`` is not a bare identifier contributes nothing (``doctor`` says so).
-    A node that cannot be read at all becomes an :class:`UnreadablePrecondition`.
+    a ``text`` node is never enforced whatever its text. A node that cannot be
+    read, a ``tool`` node whose ``tool`` is no tool name and an ``any`` node
+    without one become an :class:`UnreadablePrecondition`: the skill keeps
+    blocking its action (``doctor`` says why).
 
     Example:
         >>> precondition_from_node({"kind": "text", "text": "review"}).kind
@@ -355,18 +460,15 @@ def precondition_from_node(props: Mapping[str, Any]) -> Precondition:
     kind = raw_kind.strip().lower() if isinstance(raw_kind, str) else raw_kind
     if kind == "tool":
         tool, same, within = props.get("tool"), _names(props.get("same_args")), props.get("within")
-        if not isinstance(tool, str) or not tool.strip():
-            return UnreadablePrecondition(reason=f"tool: {tool!r} is not a tool name")
+        if not isinstance(tool, str) or bare_identifier(tool) is None:
+            return UnreadablePrecondition(reason=f"tool: {tool_name_problem(tool)}")
         if same is None or not all(_ARG_NAME.match(n) for n in same):
             return UnreadablePrecondition(reason=f"same_args: {props.get('same_args')!r} is not a list of names")
         if within is not None and within not in WITHIN:
             return UnreadablePrecondition(reason=f"within: {within!r} is not one of {list(WITHIN)}")
         return ToolPrecondition(tool=tool.strip(), same_args=same, within=within or "conversation")
     if kind == "any":
-        tools = _names(props.get("tools"))
-        if not tools:
-            return UnreadablePrecondition(reason=f"tools: {props.get('tools')!r} is not a non-empty list of names")
-        return AnyPrecondition(tools=tools)
+        return _any_entry(props.get("tools"), "tools")
     if kind == "state":
         if_missing = props.get("if_missing")
         return StatePrecondition(path=props.get("path"), op=props.get("op"), value=props.get("value"),
@@ -378,29 +480,60 @@ def precondition_from_node(props: Mapping[str, Any]) -> Precondition:
     return UnreadablePrecondition(reason=f"kind: unknown kind {raw_kind!r} (expected tool, any, state or text)")
 
 
+_BLOCKS: Final = "the skill blocks its action until this is fixed (fails closed)"
+
+
 def node_problem(entry: Precondition) -> str | None:
-    """What ``doctor`` reports about a read entry, or None when it is well formed."""
+    """What ``doctor`` reports about a read entry, or None when it is well formed.
+
+    Example:
+        >>> node_problem(StatePrecondition(path="channel", op="equals", value="web"))[:60]
+        "op: unknown op 'equals': a misconfigured state predicate; th"
+    """
     if isinstance(entry, UnreadablePrecondition):
-        return f"{entry.reason}: the skill blocks its action until this is fixed (fails closed)"
+        return f"{entry.reason}: {_BLOCKS}"
     if isinstance(entry, ToolPrecondition) and entry.name is None:
-        return f"tool: {entry.tool!r} is not a tool name, so nothing is enforced; use a `text` node for advice"
-    if isinstance(entry, AnyPrecondition) and not entry.names:
-        return f"tools: {list(entry.tools)!r} holds no tool name, so nothing is enforced"
+        return f"tool: {tool_name_problem(entry.tool)}: {_BLOCKS}"
+    if isinstance(entry, AnyPrecondition):
+        bad = [t for t in entry.tools if bare_identifier(t) is None]
+        if not entry.names:
+            return f"tools: {list(entry.tools)!r} holds no tool name ({TOOL_NAME_RULE}): {_BLOCKS}"
+        if bad:
+            return (f"tools: {bad!r} are not tool names ({TOOL_NAME_RULE}): only the others "
+                    f"({', '.join(entry.names)}) meet the group")
     if isinstance(entry, StatePrecondition):
         problem = state_problem(entry)
-        return None if problem is None else f"{problem}: this predicate never holds (fails closed)"
+        return None if problem is None else f"{problem}: a misconfigured state predicate; {_BLOCKS}"
     return None
 
 
 def state_problem(entry: StatePrecondition) -> str | None:
-    """Why a state entry can never hold, or None."""
-    if not isinstance(entry.path, str) or not entry.path:
-        return f"path: {entry.path!r} is not a non-empty string"
-    if not isinstance(entry.op, str) or entry.op not in STATE_OPS:
-        return f"op: unknown op {entry.op!r}"
-    if entry.op != "exists" and not entry.has_value:
-        return f"value: op {entry.op!r} needs a value"
-    if entry.op == "in" and not isinstance(entry.value, list):
+    """Why a state entry is misconfigured (it can never be evaluated), or None."""
+    return predicate_problem(entry.predicate())
+
+
+def predicate_problem(predicate: object) -> str | None:
+    """Why a ``{"path", "op", "value"?}`` predicate is misconfigured, or None when it can be evaluated.
+
+    A misconfigured predicate never decides whether its skill applies: the
+    skill applies and its action stays blocked until an operator fixes it.
+
+    Example:
+        >>> predicate_problem({"path": "channel", "op": "equals", "value": "web"})
+        "op: unknown op 'equals'"
+        >>> predicate_problem({"path": "plan", "op": "in", "value": ["pro"]}) is None
+        True
+    """
+    if not isinstance(predicate, Mapping):
+        return f"state: {predicate!r} is not a mapping {{path, op, value}}"
+    path, op = predicate.get("path"), predicate.get("op")
+    if not isinstance(path, str) or not path or any(not seg for seg in path.split(".")):
+        return f"path: {path!r} is not a dot path of non-empty segments"
+    if not isinstance(op, str) or op not in STATE_OPS:
+        return f"op: unknown op {op!r}"
+    if op != "exists" and "value" not in predicate:
+        return f"value: op {op!r} needs a value"
+    if op == "in" and not isinstance(predicate["value"], (list, tuple, set, frozenset)):
         return "value: op 'in' needs a list value"
     return None
 
@@ -435,40 +568,44 @@ def precondition_item(entry: Precondition, *, typed: bool = False) -> Any:
 def precondition_from_item(item: object) -> Precondition | None:
     """The entry of one duck-typed ``metadata["precondition"]`` item, or None when it contributes nothing.
 
-    Lenient: a malformed state predicate is kept (it fails closed); a
-    ``{"state": X}`` whose ``X`` is not a mapping contributes nothing.
+    Lenient, and failing closed: a malformed state predicate is kept (its
+    skill then blocks its action); a ``{"tool": X}`` or ``{"any": X}`` that
+    names no tool, and a ``{"state": X}`` whose ``X`` is not a mapping, are
+    unreadable (they block too).
 
     Example:
         >>> precondition_from_item("auth").kind, precondition_from_item("Be polite.").kind
         ('tool', 'text')
+        >>> precondition_from_item({"tool": "verify identity"}).kind
+        'unreadable'
     """
     if isinstance(item, (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition,
                          UnreadablePrecondition)):
         return item
     if isinstance(item, str):
-        return ToolPrecondition(tool=item.strip()) if bare_identifier(item) else TextPrecondition(text=item)
+        return _string_entry(item, None)
     if not isinstance(item, Mapping):
         return None
     if "state" in item:
         state = item["state"]
         if not isinstance(state, Mapping):
-            return None
+            return UnreadablePrecondition(reason=f"state: {state!r} is not a mapping {{path, op, value}}")
         if_missing = state.get("if_missing")
         return StatePrecondition(path=state.get("path"), op=state.get("op"), value=state.get("value"),
                                  has_value="value" in state, if_missing="apply" if if_missing == "apply" else None)
     if "any" in item:
-        tools = _names(item["any"])
-        return AnyPrecondition(tools=tools) if tools else None
+        return _any_entry(item["any"], "any")
     if "tool" in item:
         tool = item["tool"]
-        if not isinstance(tool, str):
-            return None
-        same = _names(item.get("same_args")) or ()
+        if not isinstance(tool, str) or bare_identifier(tool) is None:
+            return UnreadablePrecondition(reason=f"tool: {tool_name_problem(tool)}")
+        same = _names(item.get("same_args"))
+        if same is None or not all(_ARG_NAME.match(n) for n in same):
+            return UnreadablePrecondition(reason=f"same_args: {item.get('same_args')!r} is not a list of names")
         within = item.get("within")
         if within not in (None, *WITHIN):
             return UnreadablePrecondition(reason=f"within: {within!r} is not one of {list(WITHIN)}")
-        return ToolPrecondition(tool=tool.strip(), same_args=tuple(n for n in same if _ARG_NAME.match(n)),
-                                within=within or "conversation")
+        return ToolPrecondition(tool=tool.strip(), same_args=same, within=within or "conversation")
     if "text" in item and isinstance(item["text"], str):
         return TextPrecondition(text=item["text"])
     if "unreadable" in item:

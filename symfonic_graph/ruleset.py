@@ -41,11 +41,15 @@ from symfonic_graph.preconditions import (
     tool_requirement_met,
 )
 from symfonic_graph.records import (
+    TOOL_NAME_RULE,
     AnyPrecondition,
     StatePrecondition,
     ToolPrecondition,
     UnreadablePrecondition,
+    action_tool_problem,
     bare_identifier,
+    predicate_problem,
+    tool_name_problem,
 )
 
 __all__ = ["PackedSkill", "Rule", "RuleSet", "SkillCheck", "requirement_phrase", "rules_of"]
@@ -116,10 +120,14 @@ class Rule:
 
     Attributes:
         source: the skill as given, or its packed form (see ``skill``).
-        requirements: the enforced entries, in entry order (tool, any-of, unreadable).
+        requirements: the enforced entries, in entry order (tool, any-of, unreadable). An entry
+            that cannot be enforced as written (a tool entry naming no tool, a misconfigured state
+            predicate) is an unreadable one: never met, so the skill keeps blocking its action.
         required: every tool name the requirements mention, in order, without repeats.
-        predicates: the state predicates deciding whether the skill applies.
+        predicates: the well-formed state predicates deciding whether the skill applies.
         shadow: reported, never blocking (``enforcement = "shadow"``).
+        problems: what an operator must fix that does not block (an ``action_tool`` that is no
+            tool name, so ``steps[0]`` or nothing is guarded instead); ``lint`` reports them.
     """
 
     source: Any
@@ -130,6 +138,7 @@ class Rule:
     skill_id: str | None
     requirements: tuple[Requirement, ...] = ()
     shadow: bool = False
+    problems: tuple[str, ...] = ()
 
     @property
     def skill(self) -> Any:
@@ -193,21 +202,37 @@ class _Read:
 
 
 def _requirements(entries: Iterable[Any], action: str) -> tuple[Requirement, ...]:
+    """What the gate enforces before ``action``; an entry that cannot be enforced as written blocks."""
     out: list[Requirement] = []
     for entry in entries:
         req: Requirement | None = None
         if isinstance(entry, ToolPrecondition):
             name = entry.name
-            if name is not None and name != action:  # a rule naming its own action could never be met
+            if name is None:
+                req = UnreadablePrecondition(reason=f"tool: {tool_name_problem(entry.tool)}")
+            elif name != action:  # a rule naming its own action could never be met
                 req = entry if name == entry.tool else entry.model_copy(update={"tool": name})
         elif isinstance(entry, AnyPrecondition):
             names = tuple(n for n in entry.names if n != action)
-            req = AnyPrecondition(tools=names) if names else None
+            if not entry.names:
+                req = UnreadablePrecondition(reason=f"tools: {list(entry.tools)!r} holds no tool name "
+                                                    f"({TOOL_NAME_RULE})")
+            elif names:
+                req = AnyPrecondition(tools=names)
+        elif isinstance(entry, StatePrecondition):
+            problem = predicate_problem(entry.predicate())
+            if problem is not None:
+                req = UnreadablePrecondition(reason=f"a misconfigured state predicate ({problem})")
         elif isinstance(entry, UnreadablePrecondition):
             req = entry
         if req is not None and req not in out:
             out.append(req)
     return tuple(out)
+
+
+def _well_formed(predicates: Iterable[Any]) -> tuple[Any, ...]:
+    """The predicates that decide whether a skill applies (a misconfigured one blocks instead)."""
+    return tuple(p for p in predicates if predicate_problem(p) is None)
 
 
 def _rule(skill: Any, *, pack: bool = False) -> Rule:
@@ -217,10 +242,11 @@ def _rule(skill: Any, *, pack: bool = False) -> Rule:
     read = _Read(skill)
     action = action_tool_of(read)
     requirements = _requirements(read.preconditions, action) if action is not None else ()
-    predicates = tuple(state_predicates(skill))
+    predicates = _well_formed(state_predicates(skill))
     shadow = read.metadata.get("enforcement") == "shadow" or getattr(skill, "enforcement", None) == "shadow"
+    problem = action_tool_problem(read.metadata.get("action_tool"))
     return Rule(skill, action, _names(requirements), predicates, skill_label(read), skill_id(read), requirements,
-                shadow)
+                shadow, () if problem is None else (problem,))
 
 
 def _typed_rule(skill: Skill, *, pack: bool) -> Rule:
@@ -234,12 +260,15 @@ def _typed_rule(skill: Skill, *, pack: bool) -> Rule:
         source = PackedSkill.of(skill)
         entries = source[_PRECONDITIONS]  # shared records: the requirements below share them too
     requirements = _requirements(entries, action) if action is not None else ()
-    predicates = tuple(e.predicate() for e in entries if isinstance(e, StatePrecondition))
+    predicates = _well_formed(e.predicate() for e in entries if isinstance(e, StatePrecondition))
     label = skill.label if skill.label.strip() else None
+    problem = action_tool_problem(skill.action_tool)
+    problems = () if problem is None else (problem,)
     if not pack:
-        return Rule(skill, action, _names(requirements), predicates, label, skill.id, requirements, skill.shadow)
+        return Rule(skill, action, _names(requirements), predicates, label, skill.id, requirements, skill.shadow,
+                    problems)
     return Rule(source, shared(action), shared(_names(requirements)), shared(predicates),
-                shared(label), skill.id, shared(requirements), skill.shadow)
+                shared(label), skill.id, shared(requirements), skill.shadow, problems)
 
 
 def _names(requirements: tuple[Requirement, ...]) -> tuple[str, ...]:
@@ -354,8 +383,22 @@ class RuleSet(Sequence[Any]):
     __hash__ = None  # type: ignore[assignment]
 
     def for_tool(self, tool: str) -> tuple[Rule, ...]:
-        """The rules whose action tool is ``tool``, in catalog order."""
-        return self._by_tool.get(tool, ())
+        """The rules whose action tool is ``tool``, in catalog order.
+
+        A call name is matched as a tool reference, the way rules name their
+        tools: ``issue-refund`` matches ``issue-refund``; a name with blanks or
+        an argument list around it matches the tool it names.
+
+        Example:
+            >>> rules = RuleSet([{"metadata": {"action_tool": "issue-refund", "precondition": ["verify-identity"]}}])
+            >>> [rule.required for rule in rules.for_tool("issue-refund")]
+            [('verify-identity',)]
+        """
+        found = self._by_tool.get(tool)
+        if found is not None:
+            return found
+        name = bare_identifier(tool)
+        return self._by_tool.get(name, ()) if name is not None and name != tool else ()
 
     def block_key(self, state: object, include_negative: bool) -> tuple[bool, Hashable] | None:
         """The cache key of the pre-flight block for ``state``: the values the predicates read.

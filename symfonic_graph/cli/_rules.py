@@ -21,9 +21,10 @@ def register(rules: Any) -> None:
     """``rules lint``, into the ``rules`` command's actions."""
     lint = rules.add_parser(
         "lint", help="report rules whose tools the agent lacks (exit 1 when any)",
-        description="Report rules whose action tool the agent lacks (WARNING: the rule never applies) and "
-                    "rules whose precondition tools it lacks (ERROR: the action can never run). Exit 1 when "
-                    "there are findings.")
+        description="Report rules whose action tool the agent lacks (WARNING: the rule never applies), "
+                    "rules whose precondition tools it lacks or whose preconditions can never be met (ERROR: "
+                    "the action can never run), and rules whose action_tool is no tool name (ERROR: a tool "
+                    "name is 1 to 128 ASCII letters, digits, '_', '-' or '.'). Exit 1 when there are findings.")
     add_scope_flags(lint)
     add_json_flag(lint)
     lint.add_argument("--tools", required=True, metavar="a,b,c|FILE",

@@ -14,7 +14,7 @@ from symfonic_graph._revision import revision
 from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
 from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
-from symfonic_graph.records import precondition_nodes
+from symfonic_graph.records import action_tool_input, precondition_nodes
 from symfonic_graph.scope import MemoryScope
 from symfonic_graph.store import (
     MAX_KEY_PART,
@@ -321,7 +321,7 @@ def _skill_row(
     content = {
         "label": v.bounded(f"{p}label", v.text(f"{p}label", spec["label"])),
         "steps": v.string_list(f"{p}steps", spec["steps"]),
-        "action_tool": v.optional_text(f"{p}action_tool", spec.get("action_tool")),
+        "action_tool": action_tool_input(f"{p}action_tool", spec.get("action_tool")),
         "context": v.bounded(f"{p}context", v.text(f"{p}context", spec.get("context", ""), required=False)),
         "source": source,
         "preconditions": preconditions,

@@ -16,6 +16,7 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
 from symfonic_graph._cypher import cypher_root
+from symfonic_graph.gate import explain_tool_call
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.seedfile import split_cypher_script
 
@@ -185,10 +186,11 @@ async def test_malformed_seeded_nodes_never_crash_a_read(
     # kept, and a precondition that cannot be read blocks the action (fails closed) instead of vanishing
     for name in ("unknown-kind", "tool-not-string"):
         assert [p.kind for p in labels[name].preconditions] == ["unreadable"], name
-    # kept, and its unknown op fails closed: the skill is filtered out whatever the state
+    # kept, and its unknown op fails closed: the skill applies whatever the state, and blocks its action
     bad_op = labels["unknown-op"]
     assert bad_op.precondition == ({"state": {"path": "channel", "op": "gt", "value": 1}},)
-    assert filter_skills_by_state_predicates([bad_op], {"channel": 2}) == []
+    assert filter_skills_by_state_predicates([bad_op], {"channel": 2}) == [bad_op]
+    assert explain_tool_call([bad_op], "deliver", state={"channel": 2}).verdict == "blocked"
     assert good.id in {s.id for s in labels.values()}
 
     for name, node_id in ids.items():

@@ -114,7 +114,9 @@ async def test_every_read_path_returns_the_same_skills(
     doctor = _cli(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
     assert doctor.returncode == 0, doctor.stderr
     skipped = [f for f in json.loads(doctor.stdout) if f["check"] in ("bad_skills", "ignored_skills")]
-    assert skipped == []
+    # the one odd form doctor reports: an action_tool that is no tool name (the gate guards steps[0] instead)
+    assert [(f["node"].rsplit("-", 3)[-3:], f["problem"].split(" is not")[0]) for f in skipped] == [
+        (["free", "text", "action"], "action_tool: 'Ships the release to users'")]
 
 
 @pytest.mark.parametrize(("suffix", "tool", "required"), [(s[0], s[3], s[4]) for s in SHAPES])

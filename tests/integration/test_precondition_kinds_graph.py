@@ -1,9 +1,9 @@
 """Each precondition kind, hand-seeded in its odd forms: gate, pre-flight, explain and doctor agree (SPEC §13).
 
 The node's ``kind`` decides how it is read: a one-word ``text`` node is advice,
-never a tool; a ``tool`` node holding a sentence enforces nothing (doctor says
-so); a case variant of ``kind`` or an integral float ``position`` is read as
-meant; a node that cannot be read keeps its skill blocking.
+never a tool; a case variant of ``kind`` or an integral float ``position`` is
+read as meant; a node that cannot be read, a ``tool`` node holding a sentence
+and an ``any`` node without a tool name keep their skill blocking (doctor says why).
 """
 
 from __future__ import annotations
@@ -26,7 +26,8 @@ pytestmark = pytest.mark.anyio
 CASES: list[tuple[str, str, str, str | None, list[str], bool]] = [
     ("text-word", "[{kind: 'text', text: 'review'}, {kind: 'tool', tool: 'k1_pre'}]", "i",
      "call k1_pre before k1_act", ["`k1_pre`"], False),
-    ("tool-sentence", "[{kind: 'tool', tool: 'Verify identity now'}]", "i", None, [], True),
+    ("tool-sentence", "[{kind: 'tool', tool: 'Verify identity now'}]", "i",
+     "call a precondition that could not be read before k2_act", [], True),
     ("kind-case-float-position", "[{kind: 'Tool', tool: 'k3_pre'}]", "toFloat(i)",
      "call k3_pre before k3_act", ["`k3_pre`"], False),
     ("unknown-kind", "[{kind: 'tol', tool: 'k4_pre'}]", "i",
@@ -36,7 +37,8 @@ CASES: list[tuple[str, str, str, str | None, list[str], bool]] = [
     ("same-args", "[{kind: 'tool', tool: 'k6_pre', same_args: ['order_id'], within: 'user_turn'}]", "i",
      "call k6_pre (same order_id) (after the user's latest message) before k6_act",
      ["`k6_pre` (same `order_id`) (after the user's latest message)"], False),
-    ("any-without-names", "[{kind: 'any', tools: ['not a name']}]", "i", None, [], True),
+    ("any-without-names", "[{kind: 'any', tools: ['not a name']}]", "i",
+     "call a precondition that could not be read before k7_act", [], True),
 ]
 
 

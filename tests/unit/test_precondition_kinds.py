@@ -152,7 +152,9 @@ def test_graph_nodes_are_read_by_their_kind() -> None:
     assert precondition_from_node({"kind": "text", "text": "review"}) == TextPrecondition(text="review")
     assert precondition_from_node({"kind": " Tool ", "tool": "verify"}) == ToolPrecondition(tool="verify")
     sentence = precondition_from_node({"kind": "tool", "tool": "Verify identity now"})
-    assert isinstance(sentence, ToolPrecondition) and sentence.name is None
+    assert sentence.kind == "unreadable"  # no tool name: the skill keeps blocking its action
+    assert precondition_from_node({"kind": "tool", "tool": "verify-identity"}) == ToolPrecondition(
+        tool="verify-identity")
     assert precondition_from_node({"kind": "ANY", "tools": ["a", "b"]}) == AnyPrecondition(tools=("a", "b"))
     assert precondition_from_node({"kind": "tool", "tool": "v", "within": "week"}).kind == "unreadable"
     assert precondition_from_node({}).kind == "unreadable"
@@ -160,8 +162,11 @@ def test_graph_nodes_are_read_by_their_kind() -> None:
 
 def test_typed_skills_never_guess_a_text_entry_is_a_tool() -> None:
     typed = SimpleNamespace(id="s1", metadata={"label": "L", "action_tool": "x"},
-                            preconditions=(TextPrecondition(text="review"), ToolPrecondition(tool="Check it now")))
+                            preconditions=(TextPrecondition(text="review"),))
     assert explain_tool_call([typed], "x").verdict == "allowed"
+    no_name = SimpleNamespace(id="s3", metadata={"label": "L", "action_tool": "x"},
+                              preconditions=(ToolPrecondition(tool="Check it now"),))
+    assert explain_tool_call([no_name], "x").verdict == "blocked"  # a tool entry naming no tool blocks
     unreadable = SimpleNamespace(id="s2", metadata={"label": "L", "action_tool": "x"},
                                  preconditions=(precondition_from_node({"kind": "tol", "tool": "a"}),))
     decision = explain_tool_call([unreadable], "x")

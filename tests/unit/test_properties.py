@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, ToolMessage
 
 from symfonic_graph.gate import gate_decisions, gate_errors
-from symfonic_graph.preconditions import action_tool_of, evaluate_predicate, required_tools
+from symfonic_graph.preconditions import action_tool_of, entries_of, evaluate_predicate, required_tools
+from symfonic_graph.records import AnyPrecondition, StatePrecondition, ToolPrecondition, predicate_problem
 from tests.unit._skills import ai, result, skill
 
 KEYS = ["a", "A", "b", "B", "Ab", "c"]
@@ -125,6 +126,22 @@ def _called(messages: list[Any]) -> set[str]:
     return {m.name or names[m.tool_call_id] for m in messages if isinstance(m, ToolMessage)}
 
 
+def _unmeetable(skill: Any) -> bool:
+    """The oracle: an entry that cannot be enforced as written (so the skill's action never runs)."""
+    for entry in entries_of(skill):
+        if isinstance(entry, ToolPrecondition):
+            bad = entry.name is None
+        elif isinstance(entry, AnyPrecondition):
+            bad = not entry.names
+        elif isinstance(entry, StatePrecondition):
+            bad = predicate_problem(entry.predicate()) is not None
+        else:
+            bad = entry.kind == "unreadable"
+        if bad:
+            return True
+    return False
+
+
 @given(conversations(), skills)
 def test_gate_errors_at_most_once_per_call_and_never_when_satisfied(messages: list[Any], active: list[Any]) -> None:
     errors = gate_errors(messages, active, {})
@@ -136,7 +153,9 @@ def test_gate_errors_at_most_once_per_call_and_never_when_satisfied(messages: li
         needs = {
             t for s in active if action_tool_of(s) == decision.tool_name for t in required_tools(s, decision.tool_name)
         }
-        if needs <= called:
+        if any(_unmeetable(s) for s in active if action_tool_of(s) == decision.tool_name):
+            assert not decision.allowed and counts[decision.call_id or ""] == 1
+        elif needs <= called:
             assert decision.allowed and decision.call_id not in counts
         else:
             assert not decision.allowed and counts[decision.call_id or ""] == 1

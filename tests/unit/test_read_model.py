@@ -84,7 +84,7 @@ def test_torn_skills_are_detected(rev: str | None, stamps: list[str | None], tor
 
 
 @pytest.mark.anyio
-async def test_a_non_mapping_state_item_contributes_nothing_and_the_skill_still_applies() -> None:
+async def test_a_non_mapping_state_item_keeps_the_skill_blocking() -> None:
     skill = SimpleNamespace(metadata={"label": "Deploy", "action_tool": "deploy",
                                       "precondition": [{"state": "env eq prod"}, "auth"]})
 
@@ -92,7 +92,9 @@ async def test_a_non_mapping_state_item_contributes_nothing_and_the_skill_still_
         return [skill]
 
     update = await create_precondition_gate_node(skills)({"messages": [ai_calls(("deploy", "c1"))]})
-    assert update["messages"][0].content.startswith("Missing precondition: call auth before deploy")
+    content = update["messages"][0].content
+    assert content.startswith("Missing precondition: call a precondition that could not be read, auth before deploy")
+    assert "a misconfigured rule blocks this tool; ask an operator" in content
 
 
 @pytest.mark.parametrize(
@@ -123,8 +125,9 @@ def test_outside_a_graph_run_the_state_key_is_the_last_resort() -> None:
 def test_list_typed_op_or_path_never_crashes_a_turn() -> None:
     reading = read_skill(_row({**BASE, "action_tool": "deploy"}, {"kind": "tool", "tool": "auth"},
                               {"kind": "state", "path": ["a"], "op": ["eq"], "value": 1}))
-    assert reading.skill is not None and any("never holds" in p for p in reading.problems)
+    assert reading.skill is not None and any("misconfigured state predicate" in p for p in reading.problems)
     rules = RuleSet([reading.skill])  # a list path must not break the compiled rules either
-    assert preflight_block(rules, {"a": 1}) is None  # the predicate fails closed: the skill is filtered out
-    assert explain_tool_call(rules, "deploy", state={"a": 1}).verdict == "allowed"  # dropped, not enforced
-    assert explain_tool_call(rules, "deploy").verdict == "blocked"  # without state filtering it applies
+    block = preflight_block(rules, {"a": 1})  # the skill still applies: its `auth` line is shown
+    assert block is not None and "`auth` BEFORE calling `deploy`" in block.content
+    assert explain_tool_call(rules, "deploy", state={"a": 1}, called=["auth"]).verdict == "blocked"  # fails closed
+    assert explain_tool_call(rules, "deploy").verdict == "blocked"

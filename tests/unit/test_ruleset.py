@@ -10,8 +10,9 @@ from hypothesis import strategies as st
 
 from symfonic_graph._messages import History, ToolCallRef
 from symfonic_graph.gate import decide_call, explain_tool_call
-from symfonic_graph.preconditions import action_tool_of, partition_skills_by_state, required_tools
+from symfonic_graph.preconditions import action_tool_of, entries_of, partition_skills_by_state
 from symfonic_graph.preflight import build_preflight_contribution, preflight_block
+from symfonic_graph.records import StatePrecondition, TextPrecondition, ToolPrecondition, predicate_problem
 from symfonic_graph.ruleset import RuleSet, rules_of
 from tests.unit.test_properties import predicates, states
 
@@ -31,6 +32,26 @@ skills = st.lists(
     ),
     max_size=6,
 )
+
+
+def _required(skill: Any, tool: str) -> tuple[str, ...]:
+    """The oracle: the tool names a skill requires, and one unmeetable entry per distinct misconfiguration."""
+    out: dict[object, str] = {}
+    for entry in entries_of(skill):
+        if isinstance(entry, TextPrecondition):
+            continue
+        if isinstance(entry, ToolPrecondition) and entry.name is not None:
+            if entry.name != tool:
+                out.setdefault(entry.name, entry.name)
+            continue
+        if isinstance(entry, StatePrecondition):
+            problem = predicate_problem(entry.predicate())
+            if problem is None:
+                continue
+            out.setdefault(("state", problem), "a precondition that could not be read")
+            continue
+        out.setdefault(("unreadable", getattr(entry, "reason", None)), "a precondition that could not be read")
+    return tuple(out.values())
 
 
 def _content(block: Any) -> str | None:
@@ -53,8 +74,8 @@ def test_compiled_decisions_match_the_pure_rules(skills: list[Any], state: Any, 
     kept = partition_skills_by_state(skills, state).kept
     expected = [s for s in kept if action_tool_of(s) == tool]
     assert [c.skill_id for c in decision.matched] == [s.id for s in expected]
-    assert [c.required for c in decision.matched] == [tuple(required_tools(s, tool)) for s in expected]
-    first_missing = next((s for s in expected if set(required_tools(s, tool)) - called), None)
+    assert [c.required for c in decision.matched] == [_required(s, tool) for s in expected]
+    first_missing = next((s for s in expected if set(_required(s, tool)) - called), None)
     assert decision.verdict == ("allowed" if first_missing is None else "blocked")
     assert decision == decide_call(rules_of(list(skills)), ToolCallRef(None, tool), History.of_names(called), state,
                                filtered=True, count_failed=False)
