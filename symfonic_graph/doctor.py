@@ -20,7 +20,7 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from symfonic_graph._limits import MAX_PROPERTY_BYTES, MAX_SKILLS_PER_SCOPE
+from symfonic_graph._limits import MAX_PROPERTY_BYTES, MAX_SCOPE_WEIGHT, MAX_SKILLS_PER_SCOPE, NODE_WEIGHT
 from symfonic_graph._revision import graph_digest, rev_digest
 from symfonic_graph.models import SkillReading, read_skill
 from symfonic_graph.preconditions import action_tool_of
@@ -383,6 +383,22 @@ async def _catalog_bound_findings(store: GraphMemoryStore, tenant_id: str | None
     return findings
 
 
+async def _budget_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    """Owning scopes over the budget a turn read may ship, computed from the graph (hand-seeded data included)."""
+    findings = []
+    for row in await store.read("doctor_scope_budget", tenant_id=tenant_id, max_weight=MAX_SCOPE_WEIGHT):
+        tenant, namespace, weight = row["tenant_id"], row["namespace"], int(row["weight"])
+        node = f"tenant {tenant!r}" + (" (tenant-wide)" if namespace is None else f" namespace {namespace!r}")
+        findings.append(Finding(
+            "scope_budget", "Scope", node,
+            f"holds {weight:,} characters of rules and reminders (each skill, precondition and pending trigger "
+            f"counting {NODE_WEIGHT} more), over the budget of {MAX_SCOPE_WEIGHT:,} a write allows: its own turn "
+            "read may not finish within query_timeout (it is read outside shared batches meanwhile); shorten "
+            "steps and contexts, retract unused skills (`symfonic-graph skills retract`), resolve old reminders, "
+            "or split them across namespaces", tenant, namespace))
+    return findings
+
+
 async def _token_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
     """Tenants some of whose skills, triggers or facts lack the exact tenant token recall needs, or hold a stale one."""
     findings = []
@@ -437,6 +453,7 @@ async def diagnose(
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
     findings.extend(await _copied_id_findings(store, tenant_id))
     findings.extend(await _catalog_bound_findings(store, tenant_id))
+    findings.extend(await _budget_findings(store, tenant_id))
     findings.extend(await _token_findings(store, tenant_id))
     indexes = {row["name"]: row["state"] for row in await store.read("doctor_indexes")}
     for name in EXPECTED_INDEXES:

@@ -330,3 +330,30 @@ CALL (tenant) {
 }
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: tenant})
 RETURN tenant, skills, triggers, c.version AS version;
+
+// name: doctor_scope_budget
+// params: tenant_id, max_weight
+// Owning scopes whose turn reads ship more than $max_weight (the budget of
+// symfonic_graph/_limits.py, computed from the graph as every write computes
+// it: skill_weight, trigger_weight): such a scope's own read may not finish
+// within query_timeout. Writes refuse it; these were seeded by hand.
+CALL () {
+  // include: doctor_tenant_skills
+  WITH s
+  WHERE valueType(s.tenant_id) STARTS WITH 'STRING' AND NOT s:SymfonicRetracted
+  OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: s.tenant_id})
+  WITH s, c
+  WHERE NOT coalesce(s.symfonic_replaced_by IN c.published_writes, false)
+  // include: skill_weight
+  RETURN s.tenant_id AS tenant_id, toStringOrNull(s.namespace) AS namespace, weight
+  UNION ALL
+  // include: doctor_tenant_triggers
+  WITH t
+  WHERE valueType(t.tenant_id) STARTS WITH 'STRING' AND t.status = 'pending' AND NOT t:SymfonicRetracted
+  // include: trigger_weight
+  RETURN t.tenant_id AS tenant_id, toStringOrNull(t.namespace) AS namespace, weight
+}
+WITH tenant_id, namespace, sum(weight) AS weight
+WHERE weight > $max_weight
+RETURN tenant_id, namespace, weight
+ORDER BY tenant_id, namespace;

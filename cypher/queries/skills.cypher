@@ -73,16 +73,46 @@ WHERE NOT coalesce(n.tenant_id = $tenant_id AND
   , false)
 RETURN key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
+// fragment: skill_weight
+// params:
+// The weight of skill `s` in its scope's budget (symfonic_graph/_limits.py), as
+// `weight`: the characters of its shipped text (label, steps, action tool,
+// context, ids) and of its preconditions' values, each node counting 1,024
+// more (a node costs a read, and the compile after it, as much as that much
+// text). Values of any type count by their string form; lists by their items.
+CALL (s) {
+  OPTIONAL MATCH (s)-[:REQUIRES]->(p:Precondition)
+  WITH s, p
+  WITH s, sum(CASE WHEN p IS NULL THEN 0 ELSE
+           1024 + reduce(n = 0, x IN [p.tool, p.path, p.op, p.text] | n + coalesce(size(toStringOrNull(x)), 0))
+           + reduce(n = 0, x IN CASE WHEN valueType(p.tools) STARTS WITH 'LIST' THEN p.tools ELSE [p.tools] END
+                    | n + 1 + coalesce(size(toStringOrNull(x)), 0))
+           + reduce(n = 0, x IN CASE WHEN valueType(p.value) STARTS WITH 'LIST' THEN p.value ELSE [p.value] END
+                    | n + 1 + coalesce(size(toStringOrNull(x)), 0))
+           + reduce(n = 0, x IN CASE WHEN valueType(p.same_args) STARTS WITH 'LIST' THEN p.same_args
+                                     ELSE [p.same_args] END
+                    | n + 1 + coalesce(size(toStringOrNull(x)), 0)) END) AS pre
+  RETURN 1024 + pre + reduce(n = 0, x IN [s.id, s.label, s.identifier, s.action_tool, s.context, s.source]
+                             | n + coalesce(size(toStringOrNull(x)), 0))
+         + reduce(n = 0, x IN CASE WHEN valueType(s.steps) STARTS WITH 'LIST' THEN s.steps ELSE [s.steps] END
+                  | n + 1 + coalesce(size(toStringOrNull(x)), 0)) AS weight
+}
+
+// fragment: trigger_weight
+// params:
+// The weight of pending trigger `t` in its scope's budget, as `weight`: its
+// condition, task and id, plus 1,024.
+WITH *, 1024 + reduce(n = 0, x IN [t.id, t.condition, t.task] | n + coalesce(size(toStringOrNull(x)), 0)) AS weight
+
 // fragment: scope_load
 // params: tenant_id, namespace
 // What a scope owns that its turn reads will ship once the write in progress
 // (write id `wid`, null for a live write) is visible, with `published` the
-// tenant catalog's list: `skills` counted, and `weight`, the characters of
-// the text of its skills (drafts included), their preconditions and its
-// pending triggers, each node counting 1,024 more (a node costs a read as much
-// as that much text; symfonic_graph/_limits.py). Retracted nodes, versions a
-// published write replaced, versions this write replaces and unlisted staged
-// nodes of other writes (abandoned or not yet published) do not count.
+// tenant catalog's list: `skills` counted, and `weight` (skill_weight,
+// trigger_weight) of its skills (drafts included) and pending triggers.
+// Retracted nodes, versions a published write replaced, versions this write
+// replaces and unlisted staged nodes of other writes (abandoned or not yet
+// published) do not count.
 CALL (published, wid) {
   MATCH (s:Skill {tenant_id: $tenant_id})
   WHERE coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
@@ -92,23 +122,8 @@ CALL (published, wid) {
     AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = wid
          OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
     AND NOT EXISTS { MATCH (:Skill {symfonic_key: s.symfonic_key + '\u0000staged:' + wid}) }
-  CALL (s) {
-    OPTIONAL MATCH (s)-[:REQUIRES]->(p:Precondition)
-    WITH p WHERE p IS NOT NULL
-    RETURN sum(1024 + reduce(n = 0, x IN [p.tool, p.path, p.op, p.text] | n + coalesce(size(toStringOrNull(x)), 0))
-               + reduce(n = 0, x IN CASE WHEN valueType(p.tools) STARTS WITH 'LIST' THEN p.tools ELSE [p.tools] END
-                        | n + 1 + coalesce(size(toStringOrNull(x)), 0))
-               + reduce(n = 0, x IN CASE WHEN valueType(p.value) STARTS WITH 'LIST' THEN p.value ELSE [p.value] END
-                        | n + 1 + coalesce(size(toStringOrNull(x)), 0))
-               + reduce(n = 0, x IN CASE WHEN valueType(p.same_args) STARTS WITH 'LIST' THEN p.same_args
-                                         ELSE [p.same_args] END
-                        | n + 1 + coalesce(size(toStringOrNull(x)), 0))) AS pre
-  }
-  RETURN count(s) AS skills,
-         sum(1024 + pre + reduce(n = 0, x IN [s.id, s.label, s.identifier, s.action_tool, s.context, s.source]
-                                | n + coalesce(size(toStringOrNull(x)), 0))
-             + reduce(n = 0, x IN CASE WHEN valueType(s.steps) STARTS WITH 'LIST' THEN s.steps ELSE [s.steps] END
-                      | n + 1 + coalesce(size(toStringOrNull(x)), 0))) AS skill_weight
+  // include: skill_weight
+  RETURN count(s) AS skills, sum(weight) AS skill_weight
 }
 CALL (published, wid) {
   MATCH (t:Trigger {tenant_id: $tenant_id})
@@ -119,8 +134,8 @@ CALL (published, wid) {
     AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = wid
          OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
     AND NOT EXISTS { MATCH (:Trigger {symfonic_key: t.symfonic_key + '\u0000staged:' + wid}) }
-  RETURN sum(1024 + reduce(n = 0, x IN [t.id, t.condition, t.task] | n + coalesce(size(toStringOrNull(x)), 0)))
-         AS trigger_weight
+  // include: trigger_weight
+  RETURN sum(weight) AS trigger_weight
 }
 RETURN skills, skill_weight + trigger_weight AS weight
 
