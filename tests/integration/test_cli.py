@@ -59,7 +59,8 @@ def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSetti
         findings = json.loads(proc.stdout)
         problems = {(f["check"], f["problem"].split(" (")[0]) for f in findings}
         assert ("bad_skills", "steps: Input should be a valid list") in problems
-        assert ("bad_preconditions", "precondition[0].op: unknown op 'gt': this predicate never holds") in problems
+        assert ("bad_preconditions", "precondition[0].op: unknown op 'gt': a misconfigured state predicate; the skill "
+                "blocks its action until this is fixed") in problems
         [edge] = [f for f in findings if f["check"] == "foreign_preconditions"]
         assert edge["label"] == "Skill" and edge["node"] == f"{t}-k", "named by the skill it hangs off"
         assert "position 1" in edge["problem"] and "no tenant" in edge["problem"]
