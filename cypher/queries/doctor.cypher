@@ -287,13 +287,17 @@ RETURN label + '\u001F' + id AS element_id, label, id AS node, holders;
 
 // name: doctor_skill_cap
 // params: tenant_id, max_skills, max_chars
-// Owning scopes with more than $max_skills skills (retracted ones not
-// counted), and skills whose label or context, or one of whose steps, is
-// longer than $max_chars characters: a catalog must stay small enough to ship
-// every turn. Writes refuse both; these were seeded by hand.
+// Owning scopes with more than $max_skills skills (retracted ones and
+// versions a published write replaced not counted, as writes count them), and
+// skills whose label or context, or one of whose steps, is longer than
+// $max_chars characters: a catalog must stay small enough to ship every turn.
+// Writes refuse both; these were seeded by hand.
 // include: doctor_tenant_skills
 WITH s
 WHERE valueType(s.tenant_id) STARTS WITH 'STRING' AND NOT s:SymfonicRetracted
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: s.tenant_id})
+WITH s, c
+WHERE NOT coalesce(s.symfonic_replaced_by IN c.published_writes, false)
 WITH s.tenant_id AS tenant_id, toStringOrNull(s.namespace) AS namespace, count(s) AS skills,
      [x IN collect(CASE WHEN size(coalesce(toStringOrNull(s.label), '')) > $max_chars
                           OR size(coalesce(toStringOrNull(s.context), '')) > $max_chars

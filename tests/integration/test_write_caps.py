@@ -262,3 +262,23 @@ async def test_the_real_budget_is_reached_through_the_api_and_then_refuses(
     assert raised.value.field == "weight" and f"{_limits.MAX_SCOPE_WEIGHT:,}" in raised.value.problem
     [row] = await store.read("skills_owned_count", **scope.params())
     assert row["skills"] == written and row["weight"] <= _limits.MAX_SCOPE_WEIGHT
+
+
+async def test_a_file_that_fits_can_be_seeded_again_and_again_in_batches(
+    store: GraphMemoryStore, tenant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The versions a batched seed replaced (published, not yet folded) never count against the cap."""
+    from symfonic_graph import doctor
+
+    monkeypatch.setattr(_limits, "MAX_SKILLS_PER_SCOPE", 4)
+    monkeypatch.setattr(doctor, "MAX_SKILLS_PER_SCOPE", 4)
+    scope = MemoryScope(tenant)
+    for run in range(4):  # a file at the cap, staged in batches of 2 then published: each run replaces the last
+        body = {"skills": [_skill(n, context=f"run {run}") for n in range(4)],
+                "triggers": [{"condition": "c", "task": f"t{n}", "identifier": f"t{n}"} for n in range(3)]}
+        await _seed_file(store, scope, tmp_path, body, batch_size=2)
+        [row] = await store.read("skills_owned_count", **scope.params())
+        assert row["skills"] == 4, (run, row)
+    skills = await ProceduralLayer(store).query_skills(scope)
+    assert sorted(s.metadata["context"] for s in skills) == ["run 3"] * 4
+    assert not [f for f in await doctor.diagnose(store, tenant) if f.check == "skill_cap"]
