@@ -112,7 +112,10 @@ class TurnMemory:
             costs about 1.5 ms at c=1). ``None`` turns coalescing off: every
             call reads on its own. A scope whose catalog has ``BIG_CATALOG``
             (250) skills or more ships it in a query of its own, so that its
-            neighbours' turns do not wait for it.
+            neighbours' turns do not wait for it. No neighbour can fail or
+            stall a turn: a batch runs under no caller's deadline, a caller
+            waits for it at most about a second and then reads its own scope
+            alone, under its own deadline (see ``_coalesce``).
         outage_grace: seconds beyond ``max_age`` for which, while the store
             is unavailable (``StoreUnavailableError``), ``begin()`` enforces
             the last catalog it read for the scope, with a WARNING and a
