@@ -4,8 +4,11 @@ The top level holds the contract (the memory API and the rules API), the
 errors, the record types and ``TurnMemory``. Everything else lives in its
 module (``symfonic_graph.gate``, ``symfonic_graph.recall``, ...); the
 integrations are ``symfonic_graph.langchain`` and ``symfonic_graph.langgraph``
-(optional extras). Names that moved off the top level still import from here
-for one release, with a ``DeprecationWarning`` naming their module.
+(optional extras). Names that moved off the top level in 0.2.0 still import
+from here until 0.3.0, with a ``DeprecationWarning`` naming their new import
+path (``_MOVED``). ``__version__`` is the installed distribution's version;
+``dir(symfonic_graph)`` lists ``__all__`` and ``__version__`` only (the
+deprecated names still resolve, but are not offered to autocompletion).
 
 Example:
     >>> from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer
@@ -13,9 +16,13 @@ Example:
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from typing import Any
+import importlib as _importlib
+import sys as _sys
+import types as _types
+import warnings as _warnings
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
+from typing import Any as _Any
 
 from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.errors import (
@@ -99,6 +106,15 @@ __all__ = [
     "without_prospective_recall",
 ]
 
+try:
+    __version__: str = _version("symfonic-graph")
+    """The installed distribution's version, e.g. ``"0.1.0"`` (PEP 440)."""
+except _PackageNotFoundError:  # imported from a source tree that was never installed
+    __version__ = "0+unknown"
+
+_REMOVED_IN = "0.3.0"
+"""The release that removes the deprecated top-level names of ``_MOVED``."""
+
 _MOVED = {
     "ComposedPrompt": "symfonic_graph.composition",
     "compose_prompt": "symfonic_graph.composition",
@@ -112,19 +128,51 @@ _MOVED = {
     "QueryFileError": "symfonic_graph.errors",
     "SchemaError": "symfonic_graph.errors",
     "RecallHit": "symfonic_graph.recall",
-    "recall": "symfonic_graph.recall",
+    "recall": "symfonic_graph.recall",  # served by _CallableModule below, not by __getattr__
     "StoreSkillGetter": "symfonic_graph.skill_source",
     "scope_from_state": "symfonic_graph.turn_scope",
     "scope_from_turn": "symfonic_graph.turn_scope",
     "scope_of": "symfonic_graph.turn_scope",
 }
-"""Names that left the top level in 0.4, and the module that holds them (kept here for one release)."""
+"""Names that left the top level in 0.2.0, and the public module that holds them (until 0.3.0)."""
 
 
-def __getattr__(name: str) -> Any:
-    module = _MOVED.get(name)
-    if module is None:
+def _warn_moved(name: str, stacklevel: int) -> None:
+    module = _MOVED[name]
+    _warnings.warn(
+        f"symfonic_graph.{name} is deprecated and is removed in {_REMOVED_IN}: "
+        f"use `from {module} import {name}`",
+        DeprecationWarning, stacklevel=stacklevel + 1,
+    )
+
+
+def __getattr__(name: str) -> _Any:
+    if name not in _MOVED:
         raise AttributeError(f"module 'symfonic_graph' has no attribute {name!r}")
-    warnings.warn(f"import {name} from {module}; symfonic_graph.{name} goes in the next release",
-                  DeprecationWarning, stacklevel=2)
-    return getattr(importlib.import_module(module), name)
+    _warn_moved(name, stacklevel=2)
+    return getattr(_importlib.import_module(_MOVED[name]), name)
+
+
+def __dir__() -> list[str]:
+    """The public names (``__all__``) and ``__version__``; deprecated names resolve but are not listed."""
+    return sorted([*__all__, "__version__"])
+
+
+class _CallableModule(_types.ModuleType):
+    """The ``symfonic_graph.recall`` module, callable as the deprecated ``symfonic_graph.recall()`` function.
+
+    ``symfonic_graph.recall`` cannot be served by ``__getattr__``: importing
+    the submodule (as this package does above) makes the import system bind
+    the package attribute ``recall`` to the module, and ``import
+    symfonic_graph.recall`` / ``symfonic_graph.recall.recall_search`` need it
+    to stay the module. So the module object itself answers a call: it warns
+    and forwards to ``symfonic_graph.recall.recall``. Everything else about
+    the module is unchanged. Removed in 0.3.0 with the rest of ``_MOVED``.
+    """
+
+    def __call__(self, *args: _Any, **kwargs: _Any) -> _Any:
+        _warn_moved("recall", stacklevel=2)
+        return self.recall(*args, **kwargs)
+
+
+_sys.modules["symfonic_graph.recall"].__class__ = _CallableModule

@@ -94,7 +94,7 @@ class QueryError(SymfonicGraphError):
     The message names the query and Neo4j's status code. Nothing of a failed
     write was committed (the server rolled the transaction back).
 
-    It is not a driver exception (since 0.4): catch ``QueryError`` (or
+    It is not a driver exception (since 0.2.0): catch ``QueryError`` (or
     ``SymfonicGraphError``), never ``neo4j.exceptions.ClientError``; the
     driver's error is its ``__cause__``.
 
