@@ -20,7 +20,9 @@ Write authority (SPEC §10) is part of the model:
 - ``publish``/``discard``/``prune`` touch only what was staged or retracted in
   exactly their scope: the other scopes of the tenant keep theirs;
 - hand-seeded foreign edges (plain Cypher: a ``REQUIRES`` edge from one
-  tenant's skill to another tenant's precondition) change no read, and the
+  tenant's skill to another tenant's precondition) change no read except that
+  the skill shows one unreadable entry per such edge, which blocks its action
+  and carries none of the other tenant's content; the
   other tenant's precondition survives every delete path (re-seed, prune,
   discard, fold, approve of a draft): after each write the preconditions of
   the tenants involved are counted against the model;
@@ -181,6 +183,7 @@ class IsolationMachine(RuleBasedStateMachine):
         self.published: set[tuple[str, str | None, str]] = set()  # listed (tenant, namespace, write id), until folded
         self.used_writes: dict[str, set[str]] = {t: set() for t in self.tenants}
         self.edge_tenants: set[str] = set()  # tenants at either end of a hand-seeded foreign edge
+        self.edge_sources: set[str] = set()  # skills given a hand-seeded edge to another tenant's precondition
         self.fresh = itertools.count(WRITE_ID_POOL)
         self.labels = itertools.count()
         FIGURES["isolation.examples"] += 1
@@ -323,7 +326,17 @@ class IsolationMachine(RuleBasedStateMachine):
         for row in rows:
             node = self.nodes[row.id]
             if kind == "skill":
-                seen = (row.tenant_id, row.namespace, row.label, row.status, tuple(row.precondition or ()))
+                items = tuple(row.precondition or ())
+                # a foreign edge fails closed: one unreadable entry that carries none of the other tenant's content
+                blind = [item for item in items if isinstance(item, dict) and set(item) == {"unreadable"}]
+                if blind and row.id not in self.edge_sources:
+                    raise AssertionError(f"{context}: {row.id} reads unreadable entries {blind} with no foreign edge")
+                for item in blind:
+                    if "pre_" in str(item["unreadable"]):
+                        FIGURES["isolation.leaks"] += 1
+                        raise AssertionError(f"{context}: {row.id} shows another tenant's precondition: {item}")
+                items = tuple(item for item in items if item not in blind)
+                seen = (row.tenant_id, row.namespace, row.label, row.status, items)
                 want = (node.tenant, node.namespace, node.content, node.status, node.preconditions)
             elif kind == "trigger":
                 seen, want = (row.tenant_id, row.namespace, row.task), (node.tenant, node.namespace, node.content)
@@ -766,6 +779,7 @@ class IsolationMachine(RuleBasedStateMachine):
         assert rows == [{"n": 1}], f"precondition {tool} of {target} is not in the graph: {rows}"
         FIGURES["isolation.foreign_edges"] += 1
         self.edge_tenants |= {source.tenant, target.tenant}
+        self.edge_sources.add(source.id)
         for node in (source, target):
             if node.id in self.nodes:
                 self._read_back(node)
