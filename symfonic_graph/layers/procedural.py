@@ -332,7 +332,6 @@ def _skill_row(
     skill_id = new_id()
     if keyed_by_content and identifier is None:
         key = content_key("skill", scope, content)
-
     else:
         key = skill_key(scope, identifier, skill_id)
     key, base_key = staged_keys(key, write_id, stable=identifier is not None or keyed_by_content)
