@@ -32,8 +32,8 @@ from pathlib import Path
 import anyio
 
 from symfonic_graph import GraphMemoryStore, MemoryScope
-from symfonic_graph._limits import MAX_SKILLS_PER_SCOPE
 from symfonic_graph.layers.procedural import ProceduralLayer
+from symfonic_graph.shape._limits import MAX_SKILLS_PER_SCOPE
 from symfonic_graph.turn import TurnMemory
 
 

@@ -24,7 +24,6 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 from typing import Any as _Any
 
-from symfonic_graph.contributions import GrantEffects, PluginContribution
 from symfonic_graph.errors import (
     AuthenticationError,
     AuthorityError,
@@ -44,9 +43,10 @@ from symfonic_graph.models import Fact, Skill, Trigger
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.preflight import build_preflight_contribution
 from symfonic_graph.recall import MemoryLayer, RetrievalPolicy, recall_policy_for, without_prospective_recall
-from symfonic_graph.records import AnyPrecondition, StatePrecondition, TextPrecondition, ToolPrecondition
 from symfonic_graph.replay import ReplayReport, RuleReplay, replay
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
+from symfonic_graph.shape.records import AnyPrecondition, StatePrecondition, TextPrecondition, ToolPrecondition
+from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.traces import Trace, load_traces
 from symfonic_graph.triggers import (

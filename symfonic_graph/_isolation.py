@@ -10,7 +10,7 @@ import logging
 from collections.abc import Iterable
 from typing import Protocol, TypeVar
 
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope
 
 log = logging.getLogger("symfonic_graph.isolation")
 

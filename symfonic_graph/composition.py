@@ -30,7 +30,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final, Protocol, runtime_checkable
 
-from symfonic_graph.contributions import PluginContribution
+from symfonic_graph.shape.contributions import PluginContribution
 
 __all__ = ["ComposedPrompt", "PromptingCapability", "compose_prompt", "render_contribution"]
 

@@ -31,8 +31,8 @@ from pydantic import Field
 
 from symfonic_graph._cypher import cypher_root
 from symfonic_graph.langgraph import create_guarded_tool_node
-from symfonic_graph.scope import MemoryScope
 from symfonic_graph.seedfile import split_cypher_script
+from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
 from symfonic_graph.turn import TurnMemory

@@ -85,7 +85,7 @@ __all__ = [
     "terminal_tool_calls",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("symfonic_graph.gate")  # the logger's name is a contract (docs/observability.md)
 
 ENFORCE_FLAG: Final = "_procedural_enforce_preconditions"
 """State key that turns enforcement on for :func:`precondition_condition`."""

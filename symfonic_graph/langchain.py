@@ -80,14 +80,14 @@ from symfonic_graph.errors import ScopeError, StoreUnavailableError
 from symfonic_graph.gate import GateDecision, run_gate
 from symfonic_graph.lint import ToolLinter, tool_names
 from symfonic_graph.preflight import preflight_block
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.triggers import ProspectiveTriggerCapability
 from symfonic_graph.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.turn_scope import SCOPE_KEY, scope_of
 
 __all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "MemoryMiddleware", "scope_in_context", "with_preflight"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("symfonic_graph.langchain")  # the logger's name is a contract (docs/observability.md)
 
 REMINDERS_MARKER_KEY: Final = "symfonic_graph_memory"
 """``response_metadata`` key marking the trailing reminders message (never sent to a provider)."""

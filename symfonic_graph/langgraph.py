@@ -57,7 +57,7 @@ from symfonic_graph.turn import TurnMemory
 
 __all__ = ["GuardedNode", "build_agent_graph", "create_guarded_tool_node"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("symfonic_graph.langgraph")  # the logger's name is a contract (docs/observability.md)
 
 ToolsArg = ToolNode | Sequence[BaseTool | Callable[..., Any]]
 Memory = TurnMemory | SkillLookup

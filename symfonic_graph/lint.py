@@ -32,12 +32,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from symfonic_graph.records import UnreadablePrecondition
 from symfonic_graph.ruleset import Rule, RuleSet, rules_of
+from symfonic_graph.shape.records import UnreadablePrecondition
 
 __all__ = ["Finding", "ToolLinter", "lint_rules", "tool_names"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("symfonic_graph.lint")  # the logger's name is a contract (docs/observability.md)
 
 Level = Literal["WARNING", "ERROR"]
 ACTION_MISSING: Final = "action_tool_missing"

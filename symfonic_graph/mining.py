@@ -48,7 +48,7 @@ __all__ = ["RuleProposal", "before_each_call", "mine_rules"]
 
 MAX_EXAMPLES: Final = 5
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("symfonic_graph.mining")  # the logger's name is a contract (docs/observability.md)
 
 
 @dataclass(frozen=True, slots=True)

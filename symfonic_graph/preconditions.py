@@ -42,15 +42,14 @@ from typing import Any, Final
 from pydantic import BaseModel
 
 from symfonic_graph._messages import History
-from symfonic_graph.records import (
+from symfonic_graph.shape.readings import precondition_from_item, predicate_problem
+from symfonic_graph.shape.records import (
     STATE_OPS,
     AnyPrecondition,
     Precondition,
     StatePrecondition,
     ToolPrecondition,
     bare_identifier,
-    precondition_from_item,
-    predicate_problem,
 )
 
 __all__ = [
@@ -75,7 +74,7 @@ __all__ = [
     "tool_requirement_met",
 ]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("symfonic_graph.preconditions")  # the logger's name is a contract (docs/observability.md)
 
 _CONTAINERS: Final = (list, tuple, set, frozenset)
 

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.ruleset import RuleSet, requirement_phrase, rules_of
+from symfonic_graph.shape.contributions import PluginContribution
 
 __all__ = [
     "PREFLIGHT_HEADING",

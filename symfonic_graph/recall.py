@@ -26,7 +26,6 @@ from typing import Any, Final
 
 from neo4j.exceptions import ClientError
 
-from symfonic_graph import _validate as v
 from symfonic_graph.errors import (
     MemoryContractError,
     QueryError,
@@ -35,7 +34,8 @@ from symfonic_graph.errors import (
     SymfonicGraphError,
     ValidationError,
 )
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, check_write_id, tenant_token
 from symfonic_graph.triggers import ProspectiveTriggerCapability
 

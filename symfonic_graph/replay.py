@@ -42,7 +42,7 @@ __all__ = ["ReplayReport", "RuleReplay", "replay"]
 
 MAX_TRACE_IDS: Final = 10
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("symfonic_graph.replay")  # the logger's name is a contract (docs/observability.md)
 
 
 @dataclass(frozen=True, slots=True)

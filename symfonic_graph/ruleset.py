@@ -23,10 +23,7 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from symfonic_graph._intern import shared
 from symfonic_graph._messages import History
-from symfonic_graph.contributions import PluginContribution
-from symfonic_graph.models import Skill
 from symfonic_graph.preconditions import (
     DroppedSkill,
     _metadata,
@@ -40,7 +37,11 @@ from symfonic_graph.preconditions import (
     state_predicates,
     tool_requirement_met,
 )
-from symfonic_graph.records import (
+from symfonic_graph.shape._intern import shared
+from symfonic_graph.shape.contributions import PluginContribution
+from symfonic_graph.shape.models import Skill
+from symfonic_graph.shape.readings import predicate_problem
+from symfonic_graph.shape.records import (
     TOOL_NAME_RULE,
     AnyPrecondition,
     StatePrecondition,
@@ -48,7 +49,6 @@ from symfonic_graph.records import (
     UnreadablePrecondition,
     action_tool_problem,
     bare_identifier,
-    predicate_problem,
     tool_name_problem,
 )
 

@@ -29,13 +29,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symfonic_graph._limits import refuse_over_cap
-from symfonic_graph._revision import rev_digest
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.layers.procedural import skill_row
 from symfonic_graph.layers.prospective import trigger_row
-from symfonic_graph.scope import MemoryScope, describe_scope
 from symfonic_graph.seedfile import SeedFile
+from symfonic_graph.shape._limits import refuse_over_cap
+from symfonic_graph.shape._revision import rev_digest
+from symfonic_graph.shape.scope import MemoryScope, describe_scope
 from symfonic_graph.store import (
     STAGE_BATCH,
     GraphMemoryStore,

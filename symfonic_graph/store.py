@@ -28,9 +28,7 @@ import neo4j
 from neo4j import AsyncBoltDriver, AsyncDriver, AsyncGraphDatabase, AsyncManagedTransaction, AsyncNeo4jDriver
 from neo4j.exceptions import AuthError, ClientError, ConfigurationError, DriverError, Neo4jError
 
-from symfonic_graph import _validate as v
 from symfonic_graph._cypher import Query, cypher_root, parse_queries, query
-from symfonic_graph._limits import refuse_over_cap
 from symfonic_graph.errors import (
     AuthenticationError,
     AuthorityError,
@@ -42,7 +40,9 @@ from symfonic_graph.errors import (
     SymfonicGraphError,
     ValidationError,
 )
-from symfonic_graph.scope import MemoryScope, describe_scope
+from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape._limits import refuse_over_cap
+from symfonic_graph.shape.scope import MemoryScope, describe_scope
 
 log = logging.getLogger("symfonic_graph.store")
 

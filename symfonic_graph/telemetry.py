@@ -32,7 +32,7 @@ from collections.abc import Callable, Coroutine, Iterable, Sequence, Sized
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any, Final, ParamSpec, Protocol, TypeVar
 
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope
 
 try:
     from opentelemetry import trace as _trace

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from symfonic_graph.errors import ScopeError
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope
 
 __all__ = ["SCOPE_KEY", "ScopeFrom", "scope_from_state", "scope_from_turn", "scope_of"]
 

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope
 
 
 def add_scope_flags(parser: argparse.ArgumentParser) -> None:

@@ -19,7 +19,7 @@ from symfonic_graph.doctor import diagnose
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import GateDecision, explain_tool_call
 from symfonic_graph.layers import ProceduralLayer
-from symfonic_graph.records import bare_identifier
+from symfonic_graph.shape.records import bare_identifier
 from symfonic_graph.traces import load_traces
 from symfonic_graph.turn import DEFAULT_MAX_TRIGGERS
 

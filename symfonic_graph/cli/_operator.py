@@ -16,11 +16,11 @@ from symfonic_graph.cli._script_effects import Effects, follow_up, snapshot, ten
 from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
-from symfonic_graph.models import Skill
 from symfonic_graph.preconditions import action_tool_of
-from symfonic_graph.scope import MemoryScope, describe_scope
 from symfonic_graph.seedfile import load_seed_file, split_cypher_script
 from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
+from symfonic_graph.shape.models import Skill
+from symfonic_graph.shape.scope import MemoryScope, describe_scope
 from symfonic_graph.store import GraphMemoryStore
 
 _SEED_TIMEOUT = 290.0  # seconds for each transaction of a seed file (one, or one per batch)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symfonic_graph.doctor import Finding, diagnose
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.store import GraphMemoryStore, Step
 
 _LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")

@@ -10,7 +10,7 @@ import anyio
 
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.layers import ProceduralLayer
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope
 
 
 def register(sub: Any) -> None:

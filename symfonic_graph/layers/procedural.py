@@ -7,15 +7,15 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from symfonic_graph import _validate as v
 from symfonic_graph._isolation import keep_owned
-from symfonic_graph._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
-from symfonic_graph._revision import revision
 from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
-from symfonic_graph.models import Skill, read_skills, skill_from_row
 from symfonic_graph.preconditions import action_tool_of
-from symfonic_graph.records import action_tool_input, precondition_nodes
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
+from symfonic_graph.shape._revision import revision
+from symfonic_graph.shape.models import Skill, read_skills, skill_from_row
+from symfonic_graph.shape.records import action_tool_input, precondition_nodes
+from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.store import (
     MAX_KEY_PART,
     GraphMemoryStore,

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory, _limits
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.seedfile import load_seed_file
 from symfonic_graph.seeding import apply_seed, plan_seed
+from symfonic_graph.shape import _limits
 
 pytestmark = pytest.mark.anyio
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import neo4j
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, _limits, doctor
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, doctor
+from symfonic_graph.shape import _limits
 
 pytestmark = pytest.mark.anyio
 

@@ -165,7 +165,7 @@ async def test_a_full_scope_can_be_reseeded_in_batches(
     store: GraphMemoryStore, tenant: str, tmp_path: Path, forget: list[str]
 ) -> None:
     """The cap counts a live skill and the staged one replacing it once: a re-seed of a full scope fits."""
-    from symfonic_graph._limits import MAX_SKILLS_PER_SCOPE
+    from symfonic_graph.shape._limits import MAX_SKILLS_PER_SCOPE
 
     data = {"tenant": tenant, "skills": [{"label": f"L{n}", "identifier": f"i{n}", "steps": ["x"],
                                           "source_tag": "authored:t"} for n in range(MAX_SKILLS_PER_SCOPE)]}

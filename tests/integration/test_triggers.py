@@ -8,7 +8,7 @@ from types import SimpleNamespace
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer
-from symfonic_graph.contributions import PluginContribution
+from symfonic_graph.shape.contributions import PluginContribution
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
     Neo4jSelectionAuditSink,

@@ -18,12 +18,13 @@ from typing import Any
 import neo4j
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, _limits
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers.semantic import SemanticLayer
 from symfonic_graph.mining import RuleProposal
 from symfonic_graph.seedfile import load_seed_file
 from symfonic_graph.seeding import apply_seed, plan_seed
+from symfonic_graph.shape import _limits
 
 pytestmark = pytest.mark.anyio
 

@@ -70,7 +70,7 @@ from symfonic_graph import (
 )
 from symfonic_graph.errors import AuthorityError
 from symfonic_graph.layers import SemanticLayer
-from symfonic_graph.scope import describe_scope
+from symfonic_graph.shape.scope import describe_scope
 from tests.reliability._stats import FIGURES, SCALE
 
 pytestmark = pytest.mark.reliability

@@ -10,10 +10,12 @@ import pytest
 PURE_MODULES = [
     "symfonic_graph._messages",
     "symfonic_graph.gate",
-    "symfonic_graph.models",
+    "symfonic_graph.shape.models",
     "symfonic_graph.preconditions",
     "symfonic_graph.preflight",
-    "symfonic_graph.scope",
+    "symfonic_graph.shape.scope",
+    "symfonic_graph.shape.records",
+    "symfonic_graph.shape.readings",
     "symfonic_graph.turn_scope",
     "symfonic_graph.doctor",
 ]

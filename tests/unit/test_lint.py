@@ -29,7 +29,7 @@ FINE = skill("issue_refund", ["lookup_order"], "Refund lookup", "sk-3")
 TOOLS = ["lookup_order", "issue_refund", "verify_identity", "delete_account"]
 
 
-@pytest.mark.parametrize("name", ["symfonic_graph.lint", "symfonic_graph._limits", "symfonic_graph.cli._rules"])
+@pytest.mark.parametrize("name", ["symfonic_graph.lint", "symfonic_graph.shape._limits", "symfonic_graph.cli._rules"])
 def test_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

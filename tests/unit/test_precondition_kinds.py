@@ -12,13 +12,13 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, conver
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import explain_tool_call, gate_decisions
 from symfonic_graph.preflight import preflight_lines
-from symfonic_graph.records import (
+from symfonic_graph.shape.readings import precondition_from_node
+from symfonic_graph.shape.records import (
     AnyPrecondition,
     StatePrecondition,
     TextPrecondition,
     ToolPrecondition,
     precondition_from_input,
-    precondition_from_node,
 )
 
 
@@ -219,7 +219,7 @@ def test_write_input_in_every_accepted_shape() -> None:
 )
 def test_a_catalog_stays_small_enough_to_ship(spec: dict[str, Any], field: str) -> None:
     from symfonic_graph.layers.procedural import skill_row
-    from symfonic_graph.scope import MemoryScope
+    from symfonic_graph.shape.scope import MemoryScope
 
     base = {"label": "L", "steps": ["deliver"], "source_tag": "authored:x"}
     with pytest.raises(ValidationError) as info:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from symfonic_graph.contributions import PluginContribution
 from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.shape.contributions import PluginContribution
 from tests.unit._skills import skill, state_pred
 
 POST = skill("post_message", ["get_status", "Be nice.", {"tool": "auth(scope=<s>)"}], label="Post update")

@@ -7,7 +7,6 @@ from dataclasses import FrozenInstanceError
 import pytest
 
 from symfonic_graph._cypher import query
-from symfonic_graph.contributions import GrantEffects
 from symfonic_graph.errors import MemoryContractError
 from symfonic_graph.recall import (
     MemoryLayer,
@@ -17,7 +16,8 @@ from symfonic_graph.recall import (
     recall_policy_for,
     without_prospective_recall,
 )
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.contributions import GrantEffects
+from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.triggers import PendingTrigger, ProspectiveTriggerCapability
 
 ALL = frozenset(MemoryLayer)

@@ -12,8 +12,9 @@ from symfonic_graph._messages import History, ToolCallRef
 from symfonic_graph.gate import decide_call, explain_tool_call
 from symfonic_graph.preconditions import action_tool_of, entries_of, partition_skills_by_state
 from symfonic_graph.preflight import build_preflight_contribution, preflight_block
-from symfonic_graph.records import StatePrecondition, TextPrecondition, ToolPrecondition, predicate_problem
 from symfonic_graph.ruleset import RuleSet, rules_of
+from symfonic_graph.shape.readings import predicate_problem
+from symfonic_graph.shape.records import StatePrecondition, TextPrecondition, ToolPrecondition
 from tests.unit.test_properties import predicates, states
 
 TOOLS = ["t0", "t1", "t2"]
@@ -102,7 +103,7 @@ def test_rules_of_keeps_a_ruleset_and_compiles_anything_else() -> None:
 def test_a_typed_skill_compiles_to_the_rule_its_metadata_view_compiles_to(raw: list[Any], enforcement: Any) -> None:
     """The typed fast path (a read ``Skill``) and the duck-typed path agree field for field, packed or not."""
     from symfonic_graph.models import Skill
-    from symfonic_graph.records import precondition_from_item
+    from symfonic_graph.shape.readings import precondition_from_item
 
     for s in raw:
         meta = s.metadata

@@ -31,15 +31,10 @@ from symfonic_graph.layers.procedural import skill_row
 from symfonic_graph.lint import lint_rules
 from symfonic_graph.models import read_skill
 from symfonic_graph.preflight import preflight_lines
-from symfonic_graph.records import (
-    TOOL_NAME_RULE,
-    bare_identifier,
-    is_tool_name,
-    node_problem,
-    precondition_from_node,
-)
 from symfonic_graph.ruleset import RuleSet
-from symfonic_graph.scope import MemoryScope
+from symfonic_graph.shape.readings import node_problem, precondition_from_node
+from symfonic_graph.shape.records import TOOL_NAME_RULE, bare_identifier, is_tool_name
+from symfonic_graph.shape.scope import MemoryScope
 
 # The test's own reading of the providers' character set (not the library's).
 PROVIDER_NAME = re.compile(r"[A-Za-z0-9_.-]{1,128}")

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.scope import MemoryScope, describe_scope
+from symfonic_graph.shape.scope import MemoryScope, describe_scope
 
 __all__ = [
     "MAX_LIST_ITEMS", "MAX_PRECONDITIONS", "MAX_PROPERTY_BYTES", "MAX_SCOPE_WEIGHT", "MAX_SKILLS_PER_SCOPE",

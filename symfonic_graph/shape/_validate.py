@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from symfonic_graph._limits import MAX_PROPERTY_BYTES, MAX_STEPS
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.shape._limits import MAX_PROPERTY_BYTES, MAX_STEPS
 
 
 def text(field: str, value: object, *, required: bool = True) -> str:

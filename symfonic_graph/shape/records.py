@@ -25,30 +25,29 @@ names with :func:`bare_identifier` (references) and :func:`is_tool_name`
 
 Every path builds entries here: writes and seed files (:func:`precondition_from_input`,
 strict, errors name the field), graph reads (:func:`precondition_from_node`, lenient,
-never raises) and duck-typed ``metadata`` (:func:`precondition_from_item`). Adding a kind
-is adding a class to the union and a branch to each of those three functions.
+never raises) and duck-typed ``metadata`` (:func:`precondition_from_item`); the two lenient
+readings live in ``readings.py``. Adding a kind is adding a class to the union and a branch to
+each of those three functions.
 
 Example:
     >>> precondition_from_input({"tool": "lookup_order", "same_args": ["order_id"]}, "precondition[0]")
     ToolPrecondition(kind='tool', tool='lookup_order', same_args=('order_id',), within='conversation')
     >>> precondition_from_input("Apologise first.", "precondition[1]").kind
     'text'
-    >>> precondition_from_node({"kind": "Tool", "tool": "verify_identity"}).tool
-    'verify_identity'
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Annotated, Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from symfonic_graph import _validate as v
-from symfonic_graph._limits import MAX_PRECONDITIONS
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape._limits import MAX_PRECONDITIONS
 
 __all__ = [
     "AnyPrecondition",
@@ -60,8 +59,6 @@ __all__ = [
     "bare_identifier",
     "is_tool_name",
     "precondition_from_input",
-    "precondition_from_item",
-    "precondition_from_node",
     "precondition_item",
     "precondition_node",
     "precondition_nodes",
@@ -76,7 +73,7 @@ TOOL_NAME_RULE: Final = (
 """The accepted character set, as every error and report states it."""
 _TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _TOOL_REFERENCE: Final = re.compile(r"([A-Za-z0-9_.\-]{1,128})\s*(\(.*\))?")
-_ARG_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ARG_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SCALARS: Final = (str, int, float, bool)
 
 
@@ -248,7 +245,7 @@ def action_tool_input(field: str, value: object) -> str | None:
     return str(value)
 
 
-def _string_entry(item: str, field: str | None) -> ToolPrecondition | TextPrecondition:
+def string_entry(item: str, field: str | None) -> ToolPrecondition | TextPrecondition:
     """A string entry: a tool reference is a tool precondition, anything else advisory text.
 
     A reference ending in ``.`` (``Apologise.``) reads both ways: a write
@@ -294,7 +291,7 @@ def _tool_input(field: str, item: Mapping[str, Any]) -> ToolPrecondition:
     if isinstance(same, str) or not isinstance(same, (list, tuple)):
         raise ValidationError(f"{field}.same_args", "must be a list of argument names")
     for i, name in enumerate(same):
-        if not isinstance(name, str) or not _ARG_NAME.match(name):
+        if not isinstance(name, str) or not ARG_NAME.match(name):
             raise ValidationError(f"{field}.same_args[{i}]", f"must be an argument name, got {name!r}")
     within = item.get("within", "conversation")
     if within is None:
@@ -355,7 +352,7 @@ def precondition_from_input(item: object, field: str) -> Precondition:
     if isinstance(item, UnreadablePrecondition):
         raise ValidationError(field, f"cannot write an unreadable precondition ({item.reason})")
     if isinstance(item, str):
-        return _string_entry(_text(field, item), field)
+        return string_entry(_text(field, item), field)
     if not isinstance(item, Mapping):
         raise ValidationError(
             field, 'must be a string, {"tool": name}, {"any": [names]}, {"state": {path, op, value}} or {"text": ...}'
@@ -419,128 +416,6 @@ def precondition_node(entry: Precondition, position: int) -> dict[str, Any]:
     return row
 
 
-# --- graph reads: lenient, never raise ------------------------------------------------
-
-
-def _names(value: object) -> tuple[str, ...] | None:
-    if value is None:
-        return ()
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        return None
-    return tuple(value) if all(isinstance(v, str) for v in value) else None
-
-
-def _any_entry(value: object, field: str) -> AnyPrecondition | UnreadablePrecondition:
-    """A read ``any`` group: unreadable (blocking) unless it is a list of strings holding a tool name."""
-    tools = _names(value)
-    if not tools:
-        return UnreadablePrecondition(reason=f"{field}: {value!r} is not a non-empty list of tool names")
-    entry = AnyPrecondition(tools=tools)
-    if not entry.names:
-        return UnreadablePrecondition(reason=f"{field}: {list(tools)!r} holds no tool name ({TOOL_NAME_RULE})")
-    return entry
-
-
-def precondition_from_node(props: Mapping[str, Any]) -> Precondition:
-    """The entry of one ``:Precondition`` node as seeded (by the library or by hand). Never raises.
-
-    The node's ``kind`` decides (case-insensitively, surrounding blanks ignored):
-    a ``text`` node is never enforced whatever its text. A node that cannot be
-    read, a ``tool`` node whose ``tool`` is no tool name and an ``any`` node
-    without one become an :class:`UnreadablePrecondition`: the skill keeps
-    blocking its action (``doctor`` says why).
-
-    Example:
-        >>> precondition_from_node({"kind": "text", "text": "review"}).kind
-        'text'
-        >>> precondition_from_node({"kind": "tol", "tool": "x"}).reason
-        "kind: unknown kind 'tol' (expected tool, any, state or text)"
-    """
-    raw_kind = props.get("kind")
-    kind = raw_kind.strip().lower() if isinstance(raw_kind, str) else raw_kind
-    if kind == "tool":
-        tool, same, within = props.get("tool"), _names(props.get("same_args")), props.get("within")
-        if not isinstance(tool, str) or bare_identifier(tool) is None:
-            return UnreadablePrecondition(reason=f"tool: {tool_name_problem(tool)}")
-        if same is None or not all(_ARG_NAME.match(n) for n in same):
-            return UnreadablePrecondition(reason=f"same_args: {props.get('same_args')!r} is not a list of names")
-        if within is not None and within not in WITHIN:
-            return UnreadablePrecondition(reason=f"within: {within!r} is not one of {list(WITHIN)}")
-        return ToolPrecondition(tool=tool.strip(), same_args=same, within=within or "conversation")
-    if kind == "any":
-        return _any_entry(props.get("tools"), "tools")
-    if kind == "state":
-        if_missing = props.get("if_missing")
-        return StatePrecondition(path=props.get("path"), op=props.get("op"), value=props.get("value"),
-                                 has_value=props.get("value") is not None,
-                                 if_missing="apply" if if_missing == "apply" else None)
-    if kind == "text":
-        text = props.get("text")
-        return TextPrecondition(text=text if isinstance(text, str) else "")
-    return UnreadablePrecondition(reason=f"kind: unknown kind {raw_kind!r} (expected tool, any, state or text)")
-
-
-_BLOCKS: Final = "the skill blocks its action until this is fixed (fails closed)"
-
-
-def node_problem(entry: Precondition) -> str | None:
-    """What ``doctor`` reports about a read entry, or None when it is well formed.
-
-    Example:
-        >>> node_problem(StatePrecondition(path="channel", op="equals", value="web"))[:60]
-        "op: unknown op 'equals': a misconfigured state predicate; th"
-    """
-    if isinstance(entry, UnreadablePrecondition):
-        return f"{entry.reason}: {_BLOCKS}"
-    if isinstance(entry, ToolPrecondition) and entry.name is None:
-        return f"tool: {tool_name_problem(entry.tool)}: {_BLOCKS}"
-    if isinstance(entry, AnyPrecondition):
-        bad = [t for t in entry.tools if bare_identifier(t) is None]
-        if not entry.names:
-            return f"tools: {list(entry.tools)!r} holds no tool name ({TOOL_NAME_RULE}): {_BLOCKS}"
-        if bad:
-            return (f"tools: {bad!r} are not tool names ({TOOL_NAME_RULE}): only the others "
-                    f"({', '.join(entry.names)}) meet the group")
-    if isinstance(entry, StatePrecondition):
-        problem = state_problem(entry)
-        return None if problem is None else f"{problem}: a misconfigured state predicate; {_BLOCKS}"
-    return None
-
-
-def state_problem(entry: StatePrecondition) -> str | None:
-    """Why a state entry is misconfigured (it can never be evaluated), or None."""
-    return predicate_problem(entry.predicate())
-
-
-def predicate_problem(predicate: object) -> str | None:
-    """Why a ``{"path", "op", "value"?}`` predicate is misconfigured, or None when it can be evaluated.
-
-    A misconfigured predicate never decides whether its skill applies: the
-    skill applies and its action stays blocked until an operator fixes it.
-
-    Example:
-        >>> predicate_problem({"path": "channel", "op": "equals", "value": "web"})
-        "op: unknown op 'equals'"
-        >>> predicate_problem({"path": "plan", "op": "in", "value": ["pro"]}) is None
-        True
-    """
-    if not isinstance(predicate, Mapping):
-        return f"state: {predicate!r} is not a mapping {{path, op, value}}"
-    path, op = predicate.get("path"), predicate.get("op")
-    if not isinstance(path, str) or not path or any(not seg for seg in path.split(".")):
-        return f"path: {path!r} is not a dot path of non-empty segments"
-    if not isinstance(op, str) or op not in STATE_OPS:
-        return f"op: unknown op {op!r}"
-    if op != "exists" and "value" not in predicate:
-        return f"value: op {op!r} needs a value"
-    if op == "in" and not isinstance(predicate["value"], (list, tuple, set, frozenset)):
-        return "value: op 'in' needs a list value"
-    return None
-
-
-# --- the duck-typed metadata view, both directions ------------------------
-
-
 def precondition_item(entry: Precondition, *, typed: bool = False) -> Any:
     """The ``metadata["precondition"]`` item of ``entry``.
 
@@ -563,51 +438,3 @@ def precondition_item(entry: Precondition, *, typed: bool = False) -> Any:
     if isinstance(entry, TextPrecondition):
         return {"text": entry.text} if typed else entry.text
     return {"unreadable": entry.reason}
-
-
-def precondition_from_item(item: object) -> Precondition | None:
-    """The entry of one duck-typed ``metadata["precondition"]`` item, or None when it contributes nothing.
-
-    Lenient, and failing closed: a malformed state predicate is kept (its
-    skill then blocks its action); a ``{"tool": X}`` or ``{"any": X}`` that
-    names no tool, and a ``{"state": X}`` whose ``X`` is not a mapping, are
-    unreadable (they block too).
-
-    Example:
-        >>> precondition_from_item("auth").kind, precondition_from_item("Be polite.").kind
-        ('tool', 'text')
-        >>> precondition_from_item({"tool": "verify identity"}).kind
-        'unreadable'
-    """
-    if isinstance(item, (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition,
-                         UnreadablePrecondition)):
-        return item
-    if isinstance(item, str):
-        return _string_entry(item, None)
-    if not isinstance(item, Mapping):
-        return None
-    if "state" in item:
-        state = item["state"]
-        if not isinstance(state, Mapping):
-            return UnreadablePrecondition(reason=f"state: {state!r} is not a mapping {{path, op, value}}")
-        if_missing = state.get("if_missing")
-        return StatePrecondition(path=state.get("path"), op=state.get("op"), value=state.get("value"),
-                                 has_value="value" in state, if_missing="apply" if if_missing == "apply" else None)
-    if "any" in item:
-        return _any_entry(item["any"], "any")
-    if "tool" in item:
-        tool = item["tool"]
-        if not isinstance(tool, str) or bare_identifier(tool) is None:
-            return UnreadablePrecondition(reason=f"tool: {tool_name_problem(tool)}")
-        same = _names(item.get("same_args"))
-        if same is None or not all(_ARG_NAME.match(n) for n in same):
-            return UnreadablePrecondition(reason=f"same_args: {item.get('same_args')!r} is not a list of names")
-        within = item.get("within")
-        if within not in (None, *WITHIN):
-            return UnreadablePrecondition(reason=f"within: {within!r} is not one of {list(WITHIN)}")
-        return ToolPrecondition(tool=tool.strip(), same_args=same, within=within or "conversation")
-    if "text" in item and isinstance(item["text"], str):
-        return TextPrecondition(text=item["text"])
-    if "unreadable" in item:
-        return UnreadablePrecondition(reason=str(item["unreadable"]))
-    return None

@@ -1,0 +1,355 @@
+"""What reads return, and the one projection from Neo4j rows to them.
+
+Every read path builds its objects here, so no field is kept on one path and
+dropped on another. Rows seeded by hand with a wrong shape are skipped (or a
+bad predicate kept so that it fails closed) and logged once per node.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import ValidationError as PydanticValidationError
+
+from symfonic_graph.shape.readings import node_problem, precondition_from_node
+from symfonic_graph.shape.records import STATE_OPS, Precondition, action_tool_problem, precondition_item
+
+log = logging.getLogger("symfonic_graph.models")
+
+__all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "read_skill", "read_skills"]
+
+SKILL_STATUSES = frozenset({"approved", "draft", "rejected"})
+ENFORCEMENTS = frozenset({"enforce", "shadow"})
+_logged: set[tuple[str, str]] = set()
+_MAX_LOGGED = 10_000
+
+
+def _log_once(node_id: str, problem: str) -> None:
+    key = (node_id, problem)
+    if key in _logged:
+        return
+    if len(_logged) < _MAX_LOGGED:
+        _logged.add(key)
+    log.warning("malformed graph data on node %s: %s (run `symfonic-graph doctor`)", node_id, problem)
+
+
+def _as_datetime(value: object) -> datetime | None:
+    to_native = getattr(value, "to_native", None)
+    if callable(to_native):
+        native = to_native()
+        return native if isinstance(native, datetime) else None
+    if isinstance(value, datetime):
+        return value
+    if isinstance(value, str):
+        try:  # Neo4j writes a zone id after the offset: 2026-01-01T00:00:00+01:00[Europe/Paris]
+            return datetime.fromisoformat(value.split("[", 1)[0])
+        except ValueError:
+            return None
+    return None
+
+
+class Skill(BaseModel):
+    """A procedural-memory skill as read from the graph.
+
+    ``preconditions`` holds the typed entries (the gate and pre-flight read
+    them); ``metadata`` is the derived mapping for duck-typed callers.
+    ``enforcement`` is ``"shadow"`` for a rule that is reported, never enforced.
+
+    Example:
+        >>> skill = read_skill({"skill": {"id": "s1", "tenant_id": "acme", "status": "approved",
+        ...     "action_tool": "deliver"}, "preconditions": [
+        ...     {"kind": "tool", "tool": "get_integration_status", "position": 0},
+        ...     {"kind": "state", "path": "channel", "op": "eq", "value": "slack", "position": 1}]}).skill
+        >>> skill.metadata["precondition"]
+        ['get_integration_status', {'state': {'path': 'channel', 'op': 'eq', 'value': 'slack'}}]
+        >>> skill.preconditions[0].kind, skill.shadow
+        ('tool', False)
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    namespace: str | None
+    label: str
+    identifier: str | None
+    steps: tuple[str, ...]
+    action_tool: str | None
+    context: str
+    status: str
+    active: bool
+    source: str | None
+    created_at: datetime | None
+    preconditions: tuple[Precondition, ...] = ()
+    enforcement: str | None = None
+    retracted: bool = False
+    staged: bool = False
+
+    @property
+    def precondition(self) -> tuple[Any, ...] | None:
+        """``metadata["precondition"]`` as a tuple (None without entries): a derived view of ``preconditions``."""
+        return tuple(precondition_item(p) for p in self.preconditions) or None
+
+    @property
+    def shadow(self) -> bool:
+        """True for a shadow rule: evaluated and reported, never blocking."""
+        return self.enforcement == "shadow"
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The mapping the gate and pre-flight read."""
+        return {
+            "label": self.label,
+            "steps": list(self.steps),
+            "action_tool": self.action_tool,
+            "context": self.context,
+            "status": self.status,
+            "source": self.source,
+            "identifier": self.identifier,
+            "precondition": None if self.precondition is None else list(self.precondition),
+            "enforcement": self.enforcement,
+        }
+
+
+class Trigger(BaseModel):
+    """A stored reminder: when ``condition`` holds, offer ``task``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    namespace: str | None
+    condition: str
+    task: str
+    status: str
+    created_at: datetime | None
+    resolved_at: datetime | None
+
+
+class Fact(BaseModel):
+    """A semantic-memory fact: one sentence of text."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    tenant_id: str
+    namespace: str | None
+    text: str
+    created_at: datetime | None
+
+
+# --- the one skill read model ---------------------------------------------------
+#
+# Every path that reads skills (TurnMemory, query_skills, skill lookups, the CLI,
+# doctor) projects them with the `skill_row` Cypher fragment and builds them
+# here. Absent and null properties both take the documented default.
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_defaults(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+class _SkillRecord(_Record):
+    id: str
+    tenant_id: str
+    namespace: str | None = None
+    label: str = ""
+    identifier: str | None = None
+    steps: list[str] = []
+    action_tool: str | None = None
+    context: str = ""
+    status: Literal["approved", "draft", "rejected"]
+    active: bool = True
+    source: str | None = None
+    created_at: str | None = None
+    enforcement: Any = None
+    rev: str | None = None
+
+
+def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
+    """A pydantic error location as our field path: ``("steps", 0)`` -> ``steps[0]``.
+
+    Example:
+        >>> field_path(("state", "op"), "precondition[0].")
+        'precondition[0].state.op'
+    """
+    path = prefix.rstrip(".")
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _problems(exc: PydanticValidationError, prefix: str = "") -> list[str]:
+    out = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = tuple(error["loc"])
+        out.append(f"{field_path(loc, prefix) or prefix.rstrip('.') or 'skill'}: {error['msg']}")
+    return out
+
+
+@dataclass(frozen=True)
+class SkillReading:
+    """One projected skill row, read: the skill (None if skipped), what was wrong, and whether it was torn.
+
+    Attributes:
+        skill: the skill a turn receives, or None when the node is skipped.
+        problems: ``"field.path: message"`` for every property the model refused.
+        torn: True when a concurrent re-seed was caught half applied (read again).
+    """
+
+    node_id: str
+    skill: Skill | None
+    problems: tuple[str, ...] = ()
+    torn: bool = False
+
+
+def _is_torn(rev: str | None, preconditions: Sequence[Mapping[str, Any]]) -> bool:
+    """True when the preconditions read are not exactly those written with the skill's revision."""
+    if rev is None:
+        return False  # seeded by hand: no revision to check against
+    _, _, count = rev.rpartition("/")
+    stamped = [p for p in preconditions if p.get("rev") is not None]
+    return any(p.get("rev") != rev for p in stamped) or str(len(stamped)) != count
+
+
+def read_skill(row: Mapping[str, Any]) -> SkillReading:
+    """Read one ``skill_row`` projection with the one validated model.
+
+    Example:
+        >>> row = {"skill": {"id": "s1", "tenant_id": "acme", "status": "approved",
+        ...                  "action_tool": "deploy", "context": None},
+        ...        "preconditions": [{"kind": "tool", "tool": "auth", "position": 0}]}
+        >>> read_skill(row).skill.metadata["precondition"]
+        ['auth']
+    """
+    props = row.get("skill")
+    props = props if isinstance(props, Mapping) else {}
+    raw_id = props.get("id")
+    node_id = raw_id if isinstance(raw_id, str) else repr(raw_id)
+    raw_preconditions = row.get("preconditions") or []
+    try:
+        record = _SkillRecord.model_validate(props)
+    except PydanticValidationError as exc:
+        return SkillReading(node_id, None, tuple(_problems(exc)))
+    problems: list[str] = []
+    entries: list[Precondition] = []
+    for index, entry in enumerate(raw_preconditions):
+        props = entry if isinstance(entry, Mapping) else {}
+        item = precondition_from_node(props)
+        position = props.get("position")
+        if isinstance(position, float) and position.is_integer():
+            position = int(position)  # what a JavaScript client sends for a plain number
+        if not isinstance(position, int) or isinstance(position, bool):
+            problems.append(f"precondition[{index}].position: {position!r} is not an integer (read in list order)")
+        problem = node_problem(item)
+        if problem is not None:
+            problems.append(f"precondition[{index}].{problem}")
+        entries.append(item)
+    enforcement = record.enforcement if record.enforcement in ENFORCEMENTS else None
+    if record.enforcement is not None and enforcement is None:
+        problems.append(f"enforcement: unknown value {record.enforcement!r}; the rule is enforced")
+    if (action_problem := action_tool_problem(record.action_tool)) is not None:
+        problems.append(action_problem)
+    if row.get("foreign"):
+        problems.append(f"precondition: {row['foreign']} node(s) without this skill's tenant_id were ignored")
+    skill = Skill(  # validating again in pydantic-core is faster than model_construct
+        id=record.id,
+        tenant_id=record.tenant_id,
+        namespace=record.namespace,
+        label=record.label,
+        identifier=record.identifier,
+        steps=tuple(record.steps),
+        action_tool=record.action_tool,
+        context=record.context,
+        status=record.status,
+        active=record.active,
+        source=record.source,
+        created_at=_as_datetime(record.created_at),
+        preconditions=tuple(entries),
+        enforcement=enforcement,
+        retracted=row.get("retracted") is True,
+        staged=row.get("staged") is True,
+    )
+    return SkillReading(record.id, skill, tuple(problems), _is_torn(record.rev, raw_preconditions))
+
+
+def skill_from_row(row: Mapping[str, Any]) -> Skill | None:
+    """The skill of one ``skill_row`` projection, or None if skipped; problems are logged once per node."""
+    skills, _ = read_skills([row])
+    return skills[0] if skills else None
+
+
+def read_skills(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Skill], bool]:
+    """The skills of ``skill_row`` projections (skipped ones left out, problems logged once per node),
+    and whether any was torn by a concurrent re-seed (the caller reads again)."""
+    skills: list[Skill] = []
+    torn = False
+    for row in rows:
+        reading = read_skill(row)
+        for problem in reading.problems:
+            _log_once(reading.node_id, problem)
+        torn = torn or reading.torn
+        if reading.skill is not None:
+            skills.append(reading.skill)
+    return skills, torn
+
+
+def _str_or_none(props: Mapping[str, Any], key: str) -> tuple[bool, str | None]:
+    value = props.get(key)
+    return (value is None or isinstance(value, str)), value
+
+
+def trigger_from_row(props: Mapping[str, Any]) -> Trigger | None:
+    """Build a Trigger from its node's properties, or None if malformed."""
+    node_id = props.get("id")
+    if not isinstance(node_id, str):
+        _log_once(repr(node_id), "trigger without a string `id`")
+        return None
+    for key in ("condition", "task"):
+        if not isinstance(props.get(key), str):
+            _log_once(node_id, f"trigger `{key}` is not a string")
+            return None
+    ok, _ = _str_or_none(props, "namespace")
+    if not ok:
+        _log_once(node_id, "trigger `namespace` is not a string")
+        return None
+    return Trigger(
+        id=node_id,
+        tenant_id=props["tenant_id"],
+        namespace=props.get("namespace"),
+        condition=props["condition"],
+        task=props["task"],
+        status=props.get("status", ""),
+        created_at=_as_datetime(props.get("created_at")),
+        resolved_at=_as_datetime(props.get("resolved_at")),
+    )
+
+
+def fact_from_row(props: Mapping[str, Any]) -> Fact | None:
+    """Build a Fact from its node's properties, or None if malformed."""
+    node_id = props.get("id")
+    if not isinstance(node_id, str) or not isinstance(props.get("text"), str):
+        _log_once(repr(node_id), "fact without a string `id` and `text`")
+        return None
+    return Fact(
+        id=node_id,
+        tenant_id=props["tenant_id"],
+        namespace=props.get("namespace"),
+        text=props["text"],
+        created_at=_as_datetime(props.get("created_at")),
+    )
