@@ -35,7 +35,7 @@ from typing import Any
 
 from bench.recall_bench import forget, p50_ms, profiled_rows, seed_neighbour, timed
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
-from symfonic_graph._cypher import query
+from symfonic_graph._store.cypher import query
 from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.layers.semantic import MAX_FACTS_PER_WRITE
 from symfonic_graph.recall import RECALL_INDEX, recall, recall_search

@@ -36,7 +36,7 @@ import anyio
 import neo4j
 
 from symfonic_graph import GraphMemoryStore, MemoryScope
-from symfonic_graph._cypher import query
+from symfonic_graph._store.cypher import query
 from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.layers.semantic import MAX_FACTS_PER_WRITE
 from symfonic_graph.recall import RECALL_INDEX, recall, recall_search

@@ -39,7 +39,7 @@ import anyio
 import neo4j
 
 from symfonic_graph import GraphMemoryStore, MemoryScope
-from symfonic_graph._cypher import query
+from symfonic_graph._store.cypher import query
 from symfonic_graph.gate import explain_tool_call, gate_decisions
 from symfonic_graph.layers.procedural import ProceduralLayer, SkillSpec, _skill_row
 from symfonic_graph.layers.prospective import trigger_row

@@ -24,6 +24,7 @@ from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 from typing import Any as _Any
 
+from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph.errors import (
     AuthenticationError,
     AuthorityError,
@@ -47,7 +48,6 @@ from symfonic_graph.replay import ReplayReport, RuleReplay, replay
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
 from symfonic_graph.shape.records import AnyPrecondition, StatePrecondition, TextPrecondition, ToolPrecondition
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.traces import Trace, load_traces
 from symfonic_graph.triggers import (
     GraphPendingTriggers,

@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from neo4j.exceptions import ClientError
 
+from symfonic_graph._store import GraphMemoryStore, check_write_id, tenant_token
 from symfonic_graph.errors import (
     MemoryContractError,
     QueryError,
@@ -36,7 +37,6 @@ from symfonic_graph.errors import (
 )
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, check_write_id, tenant_token
 from symfonic_graph.triggers import ProspectiveTriggerCapability
 
 __all__ = [

@@ -29,14 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symfonic_graph.errors import ScopeError, ValidationError
-from symfonic_graph.layers.procedural import skill_row
-from symfonic_graph.layers.prospective import trigger_row
-from symfonic_graph.seedfile import SeedFile
-from symfonic_graph.shape._limits import refuse_over_cap
-from symfonic_graph.shape._revision import rev_digest
-from symfonic_graph.shape.scope import MemoryScope, describe_scope
-from symfonic_graph.store import (
+from symfonic_graph._store import (
     STAGE_BATCH,
     GraphMemoryStore,
     Row,
@@ -49,6 +42,13 @@ from symfonic_graph.store import (
     refuse_published,
     staged_keys,
 )
+from symfonic_graph.errors import ScopeError, ValidationError
+from symfonic_graph.layers.procedural import skill_row
+from symfonic_graph.layers.prospective import trigger_row
+from symfonic_graph.seedfile import SeedFile
+from symfonic_graph.shape._limits import refuse_over_cap
+from symfonic_graph.shape._revision import rev_digest
+from symfonic_graph.shape.scope import MemoryScope, describe_scope
 
 log = logging.getLogger("symfonic_graph.seeding")
 

@@ -7,7 +7,7 @@ and finds the scope like every other lookup (``turn_scope``).
 
 from __future__ import annotations
 
-from symfonic_graph.store import GraphMemoryStore
+from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph.turn import TurnMemory
 from symfonic_graph.turn_scope import ScopeFrom, scope_from_state
 

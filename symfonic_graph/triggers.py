@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from symfonic_graph._isolation import keep_owned
+from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.layers.prospective import ProspectiveLayer
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
 from symfonic_graph.shape.models import Trigger
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, positive_count
 
 __all__ = [
     "TRIGGERS_HEADING",

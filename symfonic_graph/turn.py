@@ -26,13 +26,13 @@ from typing import Any
 from symfonic_graph import telemetry
 from symfonic_graph._catalog import Catalog, Compiler
 from symfonic_graph._coalesce import Coalescer
+from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from symfonic_graph.preflight import preflight_block
 from symfonic_graph.ruleset import RuleSet
 from symfonic_graph.shape.contributions import PluginContribution
 from symfonic_graph.shape.models import Skill
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, positive_count
 from symfonic_graph.triggers import PendingTrigger
 from symfonic_graph.turn_scope import ScopeFrom, scope_from_turn, scope_of
 

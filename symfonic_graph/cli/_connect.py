@@ -15,9 +15,9 @@ from typing import Any
 import neo4j
 from neo4j import AsyncManagedTransaction
 
+from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph.errors import QueryError, StoreUnavailableError
 from symfonic_graph.server import LocalNeo4j
-from symfonic_graph.store import GraphMemoryStore
 
 SCRIPT_TIMEOUT = 290.0
 """Seconds one statement of an operator's Cypher script may take (a bulk seed may be slow)."""

@@ -10,6 +10,7 @@ from typing import Any
 
 import anyio
 
+from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store, run_script, run_statement
 from symfonic_graph.cli._script_effects import Effects, follow_up, snapshot, tenant_literals
@@ -21,7 +22,6 @@ from symfonic_graph.seedfile import load_seed_file, split_cypher_script
 from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.shape.models import Skill
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
-from symfonic_graph.store import GraphMemoryStore
 
 _SEED_TIMEOUT = 290.0  # seconds for each transaction of a seed file (one, or one per batch)
 _ROWS_SHOWN = 100  # rows of a statement's result that `cypher run` prints

@@ -25,9 +25,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from symfonic_graph._store import GraphMemoryStore, Step
 from symfonic_graph.doctor import Finding, diagnose
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, Step
 
 _LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")
 _MOST_CANDIDATES = 2000  # string literals of one script looked up as tenants

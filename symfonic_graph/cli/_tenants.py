@@ -9,11 +9,11 @@ from typing import Any
 
 import anyio
 
+from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph.cli._common import add_json_flag, emit
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
-from symfonic_graph.store import GraphMemoryStore
 
 
 def register(sub: Any) -> None:

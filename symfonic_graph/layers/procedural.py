@@ -8,15 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from symfonic_graph._isolation import keep_owned
-from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
-from symfonic_graph.preconditions import action_tool_of
-from symfonic_graph.shape import _validate as v
-from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
-from symfonic_graph.shape._revision import revision
-from symfonic_graph.shape.models import Skill, read_skills, skill_from_row
-from symfonic_graph.shape.records import action_tool_input, precondition_nodes
-from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import (
+from symfonic_graph._store import (
     MAX_KEY_PART,
     GraphMemoryStore,
     Step,
@@ -32,6 +24,14 @@ from symfonic_graph.store import (
     tenant_token,
     within_deadline,
 )
+from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
+from symfonic_graph.preconditions import action_tool_of
+from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
+from symfonic_graph.shape._revision import revision
+from symfonic_graph.shape.models import Skill, read_skills, skill_from_row
+from symfonic_graph.shape.records import action_tool_input, precondition_nodes
+from symfonic_graph.shape.scope import MemoryScope
 
 _NO_LIMIT = 2**62
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied

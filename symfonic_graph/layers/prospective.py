@@ -4,12 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from symfonic_graph.errors import ValidationError
-from symfonic_graph.shape import _validate as v
-from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, trigger_weight
-from symfonic_graph.shape.models import Trigger, trigger_from_row
-from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import (
+from symfonic_graph._store import (
     MAX_COUNT,
     MAX_KEY_PART,
     GraphMemoryStore,
@@ -25,6 +20,11 @@ from symfonic_graph.store import (
     tenant_token,
     trigger_key,
 )
+from symfonic_graph.errors import ValidationError
+from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, trigger_weight
+from symfonic_graph.shape.models import Trigger, trigger_from_row
+from symfonic_graph.shape.scope import MemoryScope
 
 
 class ProspectiveLayer:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from symfonic_graph._store import GraphMemoryStore, check_write_id, new_id, tenant_token
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import check_sizes
 from symfonic_graph.shape.models import Fact, fact_from_row
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore, check_write_id, new_id, tenant_token
 
 MAX_FACTS_PER_WRITE = 10_000
 """``add_facts`` writes at most this many facts in one call (one transaction)."""

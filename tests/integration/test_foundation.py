@@ -9,8 +9,8 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore
+from symfonic_graph._store.schema import migrations as _migrations
 from symfonic_graph.recall import RECALL_INDEX
-from symfonic_graph.store import _migrations
 
 pytestmark = pytest.mark.anyio
 

@@ -12,11 +12,11 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
-from symfonic_graph._cypher import cypher_root
+from symfonic_graph._store.cypher import cypher_root
+from symfonic_graph._store.schema import migrations as _migrations
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.recall import recall
-from symfonic_graph.store import _migrations
 from tests.conftest import Neo4jSettings
 from tests.integration.test_cli import _cli
 

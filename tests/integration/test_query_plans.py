@@ -8,7 +8,7 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore
-from symfonic_graph._cypher import all_queries, query
+from symfonic_graph._store.cypher import all_queries, query
 
 pytestmark = pytest.mark.anyio
 

@@ -22,7 +22,7 @@ from symfonic_graph import (
     SymfonicGraphError,
     ValidationError,
 )
-from symfonic_graph._cypher import query
+from symfonic_graph._store.cypher import query
 from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.recall import (
     MAX_TERMS,

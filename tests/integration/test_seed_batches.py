@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
+from symfonic_graph._store import Statement, Step, Written
 from symfonic_graph.errors import AuthorityError, ValidationError
 from symfonic_graph.seedfile import load_seed_file
 from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
-from symfonic_graph.store import Statement, Step, Written
 
 pytestmark = pytest.mark.anyio
 SKILLS, BATCH = 500, 50

@@ -17,11 +17,11 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
-from symfonic_graph._cypher import query
+from symfonic_graph._store import tenant_token
+from symfonic_graph._store.cypher import query
 from symfonic_graph.doctor import diagnose
 from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.recall import recall, recall_search
-from symfonic_graph.store import tenant_token
 from tests._recall import yielded
 
 pytestmark = pytest.mark.anyio

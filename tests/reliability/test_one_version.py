@@ -17,7 +17,7 @@ import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
-from symfonic_graph._cypher import cypher_root, parse_queries
+from symfonic_graph._store.cypher import cypher_root, parse_queries
 from tests.reliability._stats import FIGURES, SCALE
 
 pytestmark = [pytest.mark.reliability, pytest.mark.anyio]

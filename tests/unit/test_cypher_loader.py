@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from symfonic_graph import store as store_module
-from symfonic_graph._cypher import all_queries, cypher_root, load_dir, parse_queries
+from symfonic_graph._store import schema as store_module
+from symfonic_graph._store.cypher import all_queries, cypher_root, load_dir, parse_queries
+from symfonic_graph._store.schema import migrations as _migrations
 from symfonic_graph.errors import QueryFileError, SchemaError
-from symfonic_graph.store import _migrations
 
 
 def test_parses_name_params_and_doc() -> None:

@@ -16,6 +16,9 @@ PURE_MODULES = [
     "symfonic_graph.shape.scope",
     "symfonic_graph.shape.records",
     "symfonic_graph.shape.readings",
+    "symfonic_graph._store.failures",
+    "symfonic_graph._store.keys",
+    "symfonic_graph._store.steps",
     "symfonic_graph.turn_scope",
     "symfonic_graph.doctor",
 ]

@@ -6,7 +6,7 @@ from dataclasses import FrozenInstanceError
 
 import pytest
 
-from symfonic_graph._cypher import query
+from symfonic_graph._store.cypher import query
 from symfonic_graph.errors import MemoryContractError
 from symfonic_graph.recall import (
     MemoryLayer,

@@ -10,7 +10,7 @@ import pytest
 from neo4j.exceptions import Neo4jError
 
 from symfonic_graph import GraphMemoryStore, QueryError
-from symfonic_graph import store as store_module
+from symfonic_graph._store import transport as store_module
 
 pytestmark = pytest.mark.anyio
 

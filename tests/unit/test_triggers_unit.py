@@ -17,11 +17,11 @@ from typing import Any, cast
 
 import pytest
 
+from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph.composition import ComposedPrompt, PromptingCapability, compose_prompt
 from symfonic_graph.models import Trigger
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.store import GraphMemoryStore
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
     Neo4jSelectionAuditSink,

@@ -210,8 +210,9 @@ def load_dir(root: Path) -> dict[str, Query]:
 
 def cypher_root() -> Path:
     """The folder of the shipped ``.cypher`` files (in the wheel, or the repo)."""
-    packaged = Path(__file__).parent / "cypher"
-    return packaged if packaged.is_dir() else Path(__file__).parent.parent / "cypher"
+    package = Path(__file__).parent.parent  # symfonic_graph/
+    packaged = package / "cypher"
+    return packaged if packaged.is_dir() else package.parent / "cypher"
 
 
 @cache
