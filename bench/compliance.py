@@ -36,10 +36,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from bench._bfcl import INSTALL_HINT, Call, bfcl_installed
-from symfonic_graph._messages import GATE_MARKER_KEY, GATE_MARKER_VALUE
 from symfonic_graph.gate import GateDecision, gate_decisions
 from symfonic_graph.mining import mine_rules
-from symfonic_graph.ruleset import RuleSet, rules_of
+from symfonic_graph.rules._messages import GATE_MARKER_KEY, GATE_MARKER_VALUE
+from symfonic_graph.rules.ruleset import RuleSet, rules_of
 from symfonic_graph.traces import Outcome, Trace
 
 # --- the authored rules ---------------------------------------------------------------

@@ -43,7 +43,7 @@ from symfonic_graph._store.cypher import query
 from symfonic_graph.gate import explain_tool_call, gate_decisions
 from symfonic_graph.layers.procedural import ProceduralLayer, SkillSpec, _skill_row
 from symfonic_graph.layers.prospective import trigger_row
-from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.rules.preflight import build_preflight_contribution
 from symfonic_graph.shape._limits import MAX_SKILLS_PER_SCOPE
 from symfonic_graph.skill_source import StoreSkillGetter
 from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability

@@ -35,7 +35,7 @@ from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, Prosp
 from symfonic_graph._catalog import fingerprint
 from symfonic_graph._store.cypher import query
 from symfonic_graph.models import read_skills
-from symfonic_graph.ruleset import RuleSet
+from symfonic_graph.rules.ruleset import RuleSet
 
 BEGIN, END = "<!-- profile:begin -->", "<!-- profile:end -->"
 

@@ -75,11 +75,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langgraph.types import Command
 
-from symfonic_graph._messages import field, messages_of, terminal_tool_calls
 from symfonic_graph.errors import ScopeError, StoreUnavailableError
-from symfonic_graph.gate import GateDecision, run_gate
-from symfonic_graph.lint import ToolLinter, tool_names
-from symfonic_graph.preflight import preflight_block
+from symfonic_graph.rules._messages import field, messages_of, terminal_tool_calls
+from symfonic_graph.rules.gate import GateDecision, run_gate
+from symfonic_graph.rules.lint import ToolLinter, tool_names
+from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.triggers import ProspectiveTriggerCapability
 from symfonic_graph.turn import TurnMemory, TurnSnapshot

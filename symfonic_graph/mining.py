@@ -41,8 +41,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Final
 
-from symfonic_graph._messages import HistoryReader
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.rules._messages import HistoryReader
 
 __all__ = ["RuleProposal", "before_each_call", "mine_rules"]
 

@@ -1,4 +1,4 @@
-"""Public path of ``symfonic_graph.models``; the implementation lives in ``symfonic_graph.shape.models``."""
+"""The public import path; the implementation lives in ``symfonic_graph/shape/models.py``."""
 
 from symfonic_graph.shape.models import (
     STATE_OPS,

@@ -34,9 +34,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from symfonic_graph._messages import HistoryReader
-from symfonic_graph.gate import GateDecision, decide_call
-from symfonic_graph.ruleset import Rule, rules_of
+from symfonic_graph.rules._messages import HistoryReader
+from symfonic_graph.rules.gate import GateDecision, decide_call
+from symfonic_graph.rules.ruleset import Rule, rules_of
 
 __all__ = ["ReplayReport", "RuleReplay", "replay"]
 

@@ -28,8 +28,8 @@ from symfonic_graph._catalog import Catalog, Compiler
 from symfonic_graph._coalesce import Coalescer
 from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
-from symfonic_graph.preflight import preflight_block
-from symfonic_graph.ruleset import RuleSet
+from symfonic_graph.rules.preflight import preflight_block
+from symfonic_graph.rules.ruleset import RuleSet
 from symfonic_graph.shape.contributions import PluginContribution
 from symfonic_graph.shape.models import Skill
 from symfonic_graph.shape.scope import MemoryScope

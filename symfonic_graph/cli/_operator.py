@@ -17,7 +17,7 @@ from symfonic_graph.cli._script_effects import Effects, follow_up, snapshot, ten
 from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
-from symfonic_graph.preconditions import action_tool_of
+from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.seedfile import load_seed_file, split_cypher_script
 from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.shape.models import Skill

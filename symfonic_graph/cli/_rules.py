@@ -14,7 +14,7 @@ from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, sco
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import ProceduralLayer
-from symfonic_graph.lint import lint_rules
+from symfonic_graph.rules.lint import lint_rules
 
 
 def register(rules: Any) -> None:

@@ -25,7 +25,7 @@ from symfonic_graph._store import (
     within_deadline,
 )
 from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
-from symfonic_graph.preconditions import action_tool_of
+from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
 from symfonic_graph.shape._revision import revision

@@ -29,9 +29,9 @@ from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.graph import END, START, StateGraph
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
-from symfonic_graph.gate import missing_precondition_content
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.langgraph import build_agent_graph, create_guarded_tool_node
+from symfonic_graph.rules.gate import missing_precondition_content
 
 pytestmark = pytest.mark.anyio
 

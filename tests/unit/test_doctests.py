@@ -8,11 +8,11 @@ import importlib
 import pytest
 
 PURE_MODULES = [
-    "symfonic_graph._messages",
-    "symfonic_graph.gate",
+    "symfonic_graph.rules._messages",
+    "symfonic_graph.rules.gate",
     "symfonic_graph.shape.models",
-    "symfonic_graph.preconditions",
-    "symfonic_graph.preflight",
+    "symfonic_graph.rules.preconditions",
+    "symfonic_graph.rules.preflight",
     "symfonic_graph.shape.scope",
     "symfonic_graph.shape.records",
     "symfonic_graph.shape.readings",

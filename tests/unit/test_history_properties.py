@@ -41,8 +41,8 @@ from langchain_core.messages import (
     message_to_dict,
 )
 
-from symfonic_graph._messages import GATE_MARKER_KEY, GATE_MARKER_VALUE, HistoryReader, parse_turn
-from symfonic_graph.gate import gate_decisions, missing_precondition_content, unavailable_content
+from symfonic_graph.rules._messages import GATE_MARKER_KEY, GATE_MARKER_VALUE, HistoryReader, parse_turn
+from symfonic_graph.rules.gate import gate_decisions, missing_precondition_content, unavailable_content
 
 PRE, ACTION = "run_tests", "deploy"
 IDS: list[Any] = ["c0", "c1", "call_0", "ü-1", "", ["c0"], {"id": "c0"}, 7, None]

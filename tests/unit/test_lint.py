@@ -13,9 +13,9 @@ import pytest
 
 from symfonic_graph.cli._rules import read_tools
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.lint import ToolLinter, lint_rules
-from symfonic_graph.preflight import preflight_block
-from symfonic_graph.ruleset import RuleSet
+from symfonic_graph.rules.lint import ToolLinter, lint_rules
+from symfonic_graph.rules.preflight import preflight_block
+from symfonic_graph.rules.ruleset import RuleSet
 
 
 def skill(action: str, pre: list[str], label: str, sid: str, tenant: str = "acme") -> Any:
@@ -29,7 +29,8 @@ FINE = skill("issue_refund", ["lookup_order"], "Refund lookup", "sk-3")
 TOOLS = ["lookup_order", "issue_refund", "verify_identity", "delete_account"]
 
 
-@pytest.mark.parametrize("name", ["symfonic_graph.lint", "symfonic_graph.shape._limits", "symfonic_graph.cli._rules"])
+@pytest.mark.parametrize("name", [
+    "symfonic_graph.rules.lint", "symfonic_graph.shape._limits", "symfonic_graph.cli._rules"])
 def test_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

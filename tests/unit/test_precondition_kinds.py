@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage, conver
 
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import explain_tool_call, gate_decisions
-from symfonic_graph.preflight import preflight_lines
+from symfonic_graph.rules.preflight import preflight_lines
 from symfonic_graph.shape.readings import precondition_from_node
 from symfonic_graph.shape.records import (
     AnyPrecondition,

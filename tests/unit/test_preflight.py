@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from symfonic_graph.preflight import build_preflight_contribution
+from symfonic_graph.rules.preflight import build_preflight_contribution
 from symfonic_graph.shape.contributions import PluginContribution
 from tests.unit._skills import skill, state_pred
 

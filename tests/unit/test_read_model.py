@@ -10,8 +10,8 @@ import pytest
 from symfonic_graph import MemoryScope, create_precondition_gate_node
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.gate import explain_tool_call
-from symfonic_graph.preflight import preflight_block
-from symfonic_graph.ruleset import RuleSet
+from symfonic_graph.rules.preflight import preflight_block
+from symfonic_graph.rules.ruleset import RuleSet
 from symfonic_graph.shape.models import field_path, read_skill
 from symfonic_graph.turn_scope import scope_from_state, scope_from_turn, scope_of
 from tests._fakes import ai_calls

@@ -8,11 +8,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from symfonic_graph._messages import History, ToolCallRef
 from symfonic_graph.gate import decide_call, explain_tool_call
 from symfonic_graph.preconditions import action_tool_of, entries_of, partition_skills_by_state
-from symfonic_graph.preflight import build_preflight_contribution, preflight_block
-from symfonic_graph.ruleset import RuleSet, rules_of
+from symfonic_graph.rules._messages import History, ToolCallRef
+from symfonic_graph.rules.preflight import build_preflight_contribution, preflight_block
+from symfonic_graph.rules.ruleset import RuleSet, rules_of
 from symfonic_graph.shape.readings import predicate_problem
 from symfonic_graph.shape.records import StatePrecondition, TextPrecondition, ToolPrecondition
 from tests.unit.test_properties import predicates, states

@@ -24,14 +24,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from symfonic_graph._messages import History
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import explain_tool_call
 from symfonic_graph.layers.procedural import skill_row
-from symfonic_graph.lint import lint_rules
 from symfonic_graph.models import read_skill
-from symfonic_graph.preflight import preflight_lines
-from symfonic_graph.ruleset import RuleSet
+from symfonic_graph.rules._messages import History
+from symfonic_graph.rules.lint import lint_rules
+from symfonic_graph.rules.preflight import preflight_lines
+from symfonic_graph.rules.ruleset import RuleSet
 from symfonic_graph.shape.readings import node_problem, precondition_from_node
 from symfonic_graph.shape.records import TOOL_NAME_RULE, bare_identifier, is_tool_name
 from symfonic_graph.shape.scope import MemoryScope

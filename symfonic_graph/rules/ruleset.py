@@ -23,8 +23,8 @@ from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from symfonic_graph._messages import History
-from symfonic_graph.preconditions import (
+from symfonic_graph.rules._messages import History
+from symfonic_graph.rules.preconditions import (
     DroppedSkill,
     _metadata,
     action_tool_of,

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
-from symfonic_graph.ruleset import Rule, RuleSet, rules_of
+from symfonic_graph.rules.ruleset import Rule, RuleSet, rules_of
 from symfonic_graph.shape.records import UnreadablePrecondition
 
 __all__ = ["Finding", "ToolLinter", "lint_rules", "tool_names"]

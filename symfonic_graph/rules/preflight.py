@@ -18,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Final
 
-from symfonic_graph.preconditions import filter_skills_by_state_predicates
-from symfonic_graph.ruleset import RuleSet, requirement_phrase, rules_of
+from symfonic_graph.rules.preconditions import filter_skills_by_state_predicates
+from symfonic_graph.rules.ruleset import RuleSet, requirement_phrase, rules_of
 from symfonic_graph.shape.contributions import PluginContribution
 
 __all__ = [

@@ -1,0 +1,486 @@
+"""The precondition gate: block tool calls whose preconditions were not called.
+
+The gate looks at the terminal AI message of ``state["messages"]``. For each of
+its tool calls, in order, it takes the active skills (after the state filter)
+whose action tool is the call's name and, for the first one with precondition
+tools not called earlier in the conversation, answers the call with an error
+``ToolMessage`` the model can recover from. One error per call, at most.
+
+Decisions:
+    * *Called tools* are the earlier calls whose result answers them: a result
+      counts only when its ``tool_call_id`` answers exactly one earlier call not
+      answered yet, under that call's name (or none); it counts with that call's
+      name and arguments, in the user turn the call was requested in. Calls in
+      the terminal AI message itself never count, so a precondition requested in
+      the same parallel batch as its action does not satisfy it.
+    * Results the gate injected never count. They are marked with
+      ``response_metadata={GATE_MARKER_KEY: GATE_MARKER_VALUE}`` (never sent to a
+      provider). For messages that lost their metadata on a round trip, a
+      result with a text (string content or any content block) starting with one
+      of the gate's prefixes, or cut short inside one, is treated as injected too.
+    * The conversation is read by ``_messages.parse_turn``, which never raises:
+      what it cannot read meets no precondition (strict or not).
+    * A store outage (``StoreUnavailableError`` from the skill lookup): pass
+      through (``{}``) with a WARNING by default; ``strict=True`` blocks every
+      call with a "store unavailable" error. Any other failure of the lookup is
+      a programming error and raises (``ScopeError``, ``ConfigurationError``).
+
+The node alone answers only the calls it blocks; use
+:func:`symfonic_graph.langgraph.create_guarded_tool_node` so that every call id
+is answered before the model runs again.
+
+Example:
+    >>> from types import SimpleNamespace
+    >>> skill = SimpleNamespace(metadata={"label": "Deploy", "action_tool": "deploy",
+    ...                                   "precondition": ["run_tests"]})
+    >>> explain_tool_call([skill], "deploy").content()[:54]
+    'Missing precondition: call run_tests before deploy (sk'
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from langchain_core.messages import ToolMessage
+
+from symfonic_graph import telemetry
+from symfonic_graph.errors import ConfigurationError, ScopeError, StoreUnavailableError
+from symfonic_graph.rules._messages import (
+    GATE_CONTENT_MARKER,
+    GATE_MARKER_KEY,
+    GATE_MARKER_VALUE,
+    MISSING_PREFIX,
+    UNAVAILABLE_PREFIX,
+    History,
+    ToolCallRef,
+    called_tools,
+    messages_of,
+    parse_turn,
+    read_history,
+    terminal_tool_calls,
+)
+from symfonic_graph.rules.preconditions import DroppedSkill, log_dropped
+from symfonic_graph.rules.ruleset import RuleSet, SkillCheck, rules_of
+
+__all__ = [
+    "ENFORCE_FLAG",
+    "GATE_MARKER_KEY",
+    "GATE_MARKER_VALUE",
+    "GateDecision",
+    "SkillCheck",
+    "SkillLookup",
+    "ToolCallRef",
+    "called_tools",
+    "create_precondition_gate_node",
+    "decide_call",
+    "explain_tool_call",
+    "gate_decisions",
+    "gate_errors",
+    "precondition_condition",
+    "run_gate",
+    "terminal_tool_calls",
+]
+
+log = logging.getLogger("symfonic_graph.gate")  # the logger's name is a contract (docs/observability.md)
+
+ENFORCE_FLAG: Final = "_procedural_enforce_preconditions"
+"""State key that turns enforcement on for :func:`precondition_condition`."""
+
+_ABSENT: Final = object()
+Verdict = Literal["allowed", "blocked", "store_unavailable"]
+SkillLookup = Callable[[Any], Awaitable[Iterable[Any] | None]]
+"""``async (state) -> skills``: the active skills for this turn."""
+
+
+# --- decisions ------------------------------------------------------------------
+
+
+def missing_precondition_content(
+    action_tool: str,
+    missing: Sequence[str],
+    label: str | None,
+    *,
+    failed: Sequence[str] = (),
+    unreadable: Sequence[str] = (),
+) -> str:
+    """The recovery text of a blocked call; its first sentence is fixed by the spec.
+
+    It ends with :data:`GATE_CONTENT_MARKER`, so the gate recognises its own
+    errors in a history that lost their status and metadata.
+
+    Example:
+        >>> missing_precondition_content("x", ["a", "b"], "L").split(" `")[0]
+        'Missing precondition: call a, b before x (skill: L).'
+        >>> "failed" in missing_precondition_content("x", ["a"], None, failed=["a"])
+        True
+        >>> missing_precondition_content("x", ["a (same id)", "b or c"], None).split(" before")[0]
+        'Missing precondition: call a (same id) and one of (b or c)'
+    """
+    if len(missing) > 1 and any(" or " in m for m in missing):
+        # An any-of group beside other requirements: all of them are needed, one tool of the group.
+        parts = [f"one of ({m})" if " or " in m else m for m in missing]
+        tools = ", ".join(parts[:-1]) + " and " + parts[-1]
+    else:
+        tools = ", ".join(missing)
+    skill = f" (skill: {label})" if label else ""
+    notes = "".join(
+        f"The earlier call of `{tool}` failed, and a failed call does not count. " for tool in dict.fromkeys(failed)
+    )
+    if unreadable:  # never met: telling the model to call something and retry would loop forever
+        reasons = "; ".join(dict.fromkeys(unreadable))
+        return (
+            f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. {notes}`{action_tool}` was not executed: "
+            f"a misconfigured rule blocks this tool; ask an operator (symfonic-graph doctor reports it: {reasons}). "
+            f"Do not retry `{action_tool}` until the rule is fixed. {GATE_CONTENT_MARKER}"
+        )
+    return (
+        f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. {notes}"
+        f"`{action_tool}` was not executed. Call {tools} first and wait for the "
+        f"result (calls made in the same batch as `{action_tool}` do not count), "
+        f"then retry `{action_tool}`. {GATE_CONTENT_MARKER}"
+    )
+
+
+def unavailable_content(action_tool: str) -> str:
+    """The text of a call blocked in strict mode because the skill lookup failed.
+
+    Example:
+        >>> unavailable_content("deploy").startswith("Precondition check unavailable")
+        True
+    """
+    return (
+        f"{UNAVAILABLE_PREFIX}the precondition store could not be read, so "
+        f"`{action_tool}` was not executed. Retry `{action_tool}` later. {GATE_CONTENT_MARKER}"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class GateDecision:
+    """The gate's verdict on one tool call, with the trace that led to it.
+
+    Attributes:
+        tool_name: the called tool.
+        call_id: the tool call id, if the call had one.
+        verdict: ``"allowed"``, ``"blocked"`` or ``"store_unavailable"`` (strict mode).
+        matched: skills (after the state filter) whose action tool is ``tool_name``.
+        dropped: skills with that action tool dropped by a state predicate.
+        blocking: the first matched enforced skill with missing preconditions, if any.
+        called: the tools counted as called before this call.
+        shadowed: shadow skills that would have blocked this call (reported, never enforced).
+
+    Example:
+        >>> decision = explain_tool_call([], "deploy")
+        >>> decision.verdict, decision.to_tool_message()
+        ('allowed', None)
+    """
+
+    tool_name: str
+    call_id: str | None
+    verdict: Verdict
+    matched: tuple[SkillCheck, ...] = ()
+    dropped: tuple[DroppedSkill, ...] = ()
+    blocking: SkillCheck | None = None
+    called: frozenset[str] = frozenset()
+    shadowed: tuple[SkillCheck, ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        """True iff the call may run."""
+        return self.verdict == "allowed"
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """The precondition tools the blocking skill still needs."""
+        return self.blocking.missing if self.blocking else ()
+
+    def content(self) -> str | None:
+        """The error text for a blocked call, None when allowed."""
+        if self.verdict == "store_unavailable":
+            return unavailable_content(self.tool_name)
+        if self.blocking is not None:
+            b = self.blocking
+            return missing_precondition_content(self.tool_name, b.missing, b.label, failed=b.failed,
+                                                unreadable=b.unreadable)
+        return None
+
+    def to_tool_message(self) -> ToolMessage | None:
+        """The error ``ToolMessage`` answering a blocked call, None when allowed."""
+        content = self.content()
+        if content is None:
+            return None
+        return ToolMessage(
+            content=content,
+            tool_call_id=self.call_id or "",
+            name=self.tool_name,
+            status="error",
+            response_metadata={GATE_MARKER_KEY: GATE_MARKER_VALUE},
+        )
+
+
+def decide_call(
+    rules: RuleSet,
+    call: ToolCallRef,
+    history: History,
+    state: object,
+    *,
+    filtered: bool,
+    count_failed: bool,
+    enforce_shadow: bool = False,
+) -> GateDecision:
+    """The gate's decision on one call, given the calls made before it: the one decision the gate and replay share.
+
+    ``filtered`` applies the skills' state predicates; ``enforce_shadow`` lets
+    shadow rules block (replay counts what they would block).
+    """
+    matched: list[SkillCheck] = []
+    dropped: list[DroppedSkill] = []
+    for rule in rules.for_tool(call.name):
+        failure = rule.failure(state) if filtered else None
+        if failure is not None:
+            dropped.append(failure)
+            continue
+        matched.append(rule.check(call.args, history, count_failed=count_failed))
+    blocking = next((c for c in matched if not c.satisfied and (enforce_shadow or not c.shadow)), None)
+    shadowed = tuple(c for c in matched if c.shadow and not c.satisfied and c is not blocking)
+    verdict: Verdict = "allowed" if blocking is None else "blocked"
+    return GateDecision(call.name, call.id, verdict, tuple(matched), tuple(dropped), blocking,
+                        history.called(count_failed=count_failed), shadowed)
+
+
+def explain_tool_call(
+    skills: Iterable[Any] | None,
+    tool_name: str,
+    *,
+    state: object = None,
+    called: Iterable[str] = (),
+    call_id: str | None = None,
+    args: Mapping[str, Any] | None = None,
+    messages: Sequence[Any] | None = None,
+    count_failed_calls: bool = False,
+) -> GateDecision:
+    """Explain what the gate decides for one call of ``tool_name``.
+
+    Args:
+        skills: the active skills.
+        tool_name: the tool the model wants to call.
+        state: the graph state; when given, skills are state-filtered first.
+        called: tools already called (successfully, in this user turn) earlier in the conversation.
+        call_id: the tool call id, used by :meth:`GateDecision.to_tool_message`.
+        args: the call's arguments (for ``same_args`` preconditions).
+        messages: the conversation so far (instead of ``called``), read as the gate reads it.
+        count_failed_calls: count failed results as calls (the seeds' behaviour).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> skill = SimpleNamespace(metadata={"action_tool": "deploy", "precondition": "auth"})
+        >>> explain_tool_call([skill], "deploy", called=["auth"]).verdict
+        'allowed'
+    """
+    history = read_history(messages) if messages is not None else History.of_names(called)
+    call = ToolCallRef(call_id, tool_name, args)
+    return decide_call(rules_of(skills), call, history, state, filtered=state is not None,
+                   count_failed=count_failed_calls)
+
+
+def gate_decisions(
+    messages: Sequence[Any],
+    skills: Iterable[Any] | None,
+    state: object,
+    *,
+    count_failed_calls: bool = False,
+    enforce_shadow: bool = False,
+) -> tuple[GateDecision, ...]:
+    """The gate's decision for each call of the terminal AI message, in call order.
+
+    Only the skills guarding a called tool are state-filtered (each dropped one
+    is logged once at DEBUG). Skills given as a ``RuleSet`` (as ``TurnMemory``
+    hands them) are not compiled again. ``enforce_shadow`` lets shadow rules
+    block (replay uses it to count what they would have blocked).
+
+    Example:
+        >>> gate_decisions([], [], {})
+        ()
+    """
+    history, calls = parse_turn(messages)
+    return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls,
+                        enforce_shadow=enforce_shadow)
+
+
+def _decide_turn(
+    history: History,
+    calls: Sequence[ToolCallRef],
+    skills: Iterable[Any] | None,
+    state: object,
+    *,
+    count_failed_calls: bool,
+    enforce_shadow: bool = False,
+) -> tuple[GateDecision, ...]:
+    if not calls:
+        return ()
+    rules = rules_of(skills)
+    decisions = tuple(
+        decide_call(rules, call, history, state, filtered=True, count_failed=count_failed_calls,
+                enforce_shadow=enforce_shadow)
+        for call in calls
+    )
+    log_dropped({id(d.rule): d for decision in decisions for d in decision.dropped}.values())
+    for decision in decisions:
+        for check in decision.shadowed:
+            log.info("shadow rule %r (id=%s) would have blocked %s: missing %s",
+                     check.label, check.skill_id, decision.tool_name, ", ".join(check.missing))
+    return decisions
+
+
+def gate_errors(
+    messages: Sequence[Any], skills: Iterable[Any] | None, state: object, *, count_failed_calls: bool = False
+) -> list[ToolMessage]:
+    """The error ``ToolMessage`` for each blocked call of the terminal AI message.
+
+    Example:
+        >>> gate_errors([{"role": "user", "content": "hi"}], [], {})
+        []
+    """
+    decisions = gate_decisions(messages, skills, state, count_failed_calls=count_failed_calls)
+    return [m for d in decisions if (m := d.to_tool_message()) is not None]
+
+
+# --- the node ---------------------------------------------------------------------
+
+
+_NOT_SKILLS: Final = (str, bytes, bytearray, int, float, bool)  # never a skill, nor skills
+
+
+async def _lookup(get_active_skills: SkillLookup, state: object) -> Iterable[Any]:
+    """The lookup's skills; only ``StoreUnavailableError`` (an outage) gets out untouched.
+
+    Raises:
+        ScopeError: the turn has no usable scope.
+        StoreUnavailableError: the store did not answer.
+        ConfigurationError: the lookup raised anything else, or returned no iterable of skills.
+    """
+    try:
+        result: Any = get_active_skills(state)
+        if inspect.isawaitable(result):
+            result = await result
+    except (StoreUnavailableError, ScopeError):
+        raise
+    except Exception as exc:
+        log.error("the skill lookup %r raised %s; this is a bug in the wiring, not a store outage",
+                  get_active_skills, type(exc).__name__, exc_info=True)
+        raise ConfigurationError(
+            f"the skill lookup raised {type(exc).__name__}: {exc}. Only StoreUnavailableError is "
+            "treated as a store outage; fix the lookup (it must return the active skills)"
+        ) from exc
+    if result is None or isinstance(result, RuleSet):
+        return result or ()
+    problem = None
+    if isinstance(result, (*_NOT_SKILLS, Mapping)) or not isinstance(result, Iterable):
+        problem = f"returned {type(result).__name__} {result!r:.80}"
+    else:
+        skills = list(result)
+        bad = next((s for s in skills if s is None or isinstance(s, _NOT_SKILLS)), _ABSENT)
+        if bad is _ABSENT:
+            return skills
+        problem = f"returned an item that is no skill: {type(bad).__name__} {bad!r:.80}"
+    log.error("the skill lookup %r %s; this is a bug in the wiring, not a store outage",
+              get_active_skills, problem, stack_info=True)
+    raise ConfigurationError(
+        f"the skill lookup {problem}; it must return an iterable of skills (or None for no skills)"
+    )
+
+
+def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
+    return tuple(GateDecision(c.name, c.id, "store_unavailable") for c in calls)
+
+
+@telemetry.traced_gate
+async def run_gate(
+    state: Any, get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False
+) -> tuple[GateDecision, ...]:
+    """Look up the active skills and decide every call of the terminal AI message.
+
+    A store outage (``StoreUnavailableError`` from the lookup) logs a WARNING
+    and returns ``()`` (pass through), or, with ``strict=True``, a
+    ``"store_unavailable"`` decision for every call. A ``TurnMemory`` lookup
+    raises it only when it holds no recent catalog for the scope (see its
+    ``outage_grace``). Every other failure is a programming error and loud:
+    a missing or malformed scope raises ``ScopeError``; any other exception
+    of the lookup, or a result that is no iterable of skills, raises
+    ``ConfigurationError`` (logged at ERROR with the traceback).
+
+    Raises:
+        ScopeError: the lookup found no usable scope for the turn.
+        ConfigurationError: the lookup raised, or returned no iterable of skills.
+
+    ``count_failed_calls=True`` lets a failed tool result (``status="error"``)
+    satisfy a precondition, as in the seeds; default False.
+
+    Example:
+        >>> import asyncio
+        >>> async def no_skills(state): return []
+        >>> asyncio.run(run_gate({"messages": []}, no_skills))
+        ()
+    """
+    # Read once per gate run. The reader never raises: a message it cannot read meets nothing, so a
+    # hostile history can only block calls, never let one through.
+    history, calls = parse_turn(messages_of(state))
+    if not calls:
+        return ()
+    try:
+        skills = await _lookup(get_active_skills, state)
+    except StoreUnavailableError as exc:  # an outage; ScopeError and ConfigurationError are loud
+        if strict:
+            log.warning("precondition lookup failed (%s); strict mode blocks %d call(s)", exc, len(calls))
+            return _unavailable(calls)
+        log.warning("precondition lookup failed (%s); passing through without enforcement", exc)
+        return ()
+    return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls)
+
+
+def create_precondition_gate_node(
+    get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False
+) -> Callable[[Any], Awaitable[dict[str, Any]]]:
+    """Build the async LangGraph gate node ``(state) -> dict``.
+
+    Args:
+        get_active_skills: ``async (state) -> skills`` for this turn.
+        strict: block every call when the lookup fails, instead of passing through.
+        count_failed_calls: count a failed earlier result as a call (the seeds' behaviour);
+            by default a failed call meets no precondition.
+
+    Returns:
+        A node returning ``{"messages": [error ToolMessage, ...]}`` when a call is
+        blocked, ``{}`` otherwise. It answers only the blocked calls.
+
+    Example:
+        >>> async def skills(state): return []
+        >>> gate = create_precondition_gate_node(skills)
+        >>> builder.add_node("gate", gate)  # doctest: +SKIP
+    """
+
+    async def precondition_gate(state: Any) -> dict[str, Any]:
+        decisions = await run_gate(state, get_active_skills, strict=strict, count_failed_calls=count_failed_calls)
+        errors = [m for d in decisions if (m := d.to_tool_message()) is not None]
+        return {"messages": errors} if errors else {}
+
+    return precondition_gate
+
+
+def precondition_condition(state: Any) -> bool:
+    """True iff enforcement is on in ``state`` and the terminal message has tool calls.
+
+    Enforcement is on when ``state["_procedural_enforce_preconditions"]`` is truthy.
+
+    Example:
+        >>> precondition_condition({"_procedural_enforce_preconditions": True, "messages": []})
+        False
+    """
+    try:
+        flag = state.get(ENFORCE_FLAG) if isinstance(state, Mapping) else getattr(state, ENFORCE_FLAG, None)
+        return bool(flag) and bool(terminal_tool_calls(messages_of(state)))
+    except Exception:
+        return False
