@@ -37,7 +37,7 @@ from bench.recall_bench import forget, p50_ms, profiled_rows, seed_neighbour, ti
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
 from symfonic_graph._store.cypher import query
 from symfonic_graph.layers import SemanticLayer
-from symfonic_graph.layers.semantic import MAX_FACTS_PER_WRITE
+from symfonic_graph.memory.layers.semantic import MAX_FACTS_PER_WRITE
 from symfonic_graph.recall import RECALL_INDEX, recall, recall_search
 
 QUESTION = "which invoice is overdue"

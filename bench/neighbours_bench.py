@@ -25,7 +25,7 @@ import anyio
 import neo4j
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
-from symfonic_graph.layers.procedural import SkillSpec
+from symfonic_graph.memory.layers.procedural import SkillSpec
 from symfonic_graph.shape._limits import MAX_PROPERTY_BYTES, MAX_SKILLS_PER_SCOPE
 
 SMALL = 31

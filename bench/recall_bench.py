@@ -38,7 +38,7 @@ import neo4j
 from symfonic_graph import GraphMemoryStore, MemoryScope
 from symfonic_graph._store.cypher import query
 from symfonic_graph.layers import SemanticLayer
-from symfonic_graph.layers.semantic import MAX_FACTS_PER_WRITE
+from symfonic_graph.memory.layers.semantic import MAX_FACTS_PER_WRITE
 from symfonic_graph.recall import RECALL_INDEX, recall, recall_search
 
 QUESTION = "which invoice is overdue"

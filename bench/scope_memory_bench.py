@@ -32,8 +32,8 @@ import anyio
 
 from bench.turn_bench import Env, grow, limited
 from symfonic_graph import GraphMemoryStore, MemoryScope
-from symfonic_graph.layers.prospective import trigger_row
-from symfonic_graph.turn import TurnMemory
+from symfonic_graph.memory.layers.prospective import trigger_row
+from symfonic_graph.memory.turn import TurnMemory
 
 
 async def per_scope(memory: TurnMemory, scopes: list[MemoryScope]) -> float:

@@ -32,9 +32,9 @@ from pathlib import Path
 import anyio
 
 from symfonic_graph import GraphMemoryStore, MemoryScope
-from symfonic_graph.layers.procedural import ProceduralLayer
+from symfonic_graph.memory.layers.procedural import ProceduralLayer
+from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.shape._limits import MAX_SKILLS_PER_SCOPE
-from symfonic_graph.turn import TurnMemory
 
 
 def write_file(path: Path, tenant: str, skills: int) -> int:

@@ -41,13 +41,13 @@ import neo4j
 from symfonic_graph import GraphMemoryStore, MemoryScope
 from symfonic_graph._store.cypher import query
 from symfonic_graph.gate import explain_tool_call, gate_decisions
-from symfonic_graph.layers.procedural import ProceduralLayer, SkillSpec, _skill_row
-from symfonic_graph.layers.prospective import trigger_row
+from symfonic_graph.memory.layers.procedural import ProceduralLayer, SkillSpec, _skill_row
+from symfonic_graph.memory.layers.prospective import trigger_row
+from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.rules.preflight import build_preflight_contribution
 from symfonic_graph.shape._limits import MAX_SKILLS_PER_SCOPE
 from symfonic_graph.skill_source import StoreSkillGetter
 from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
-from symfonic_graph.turn import TurnMemory
 
 TOOLS = [f"tool_{i}" for i in range(8)]
 PRE_TOOLS = ["get_status", "authenticate", "fetch_account(brand_id=<x>)", "list_items"]

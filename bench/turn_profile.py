@@ -32,8 +32,8 @@ import neo4j
 from bench.recall_bench import p50_ms, timed
 from bench.turn_bench import skill_specs, table
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, TurnMemory
-from symfonic_graph._catalog import fingerprint
 from symfonic_graph._store.cypher import query
+from symfonic_graph.memory._catalog import fingerprint
 from symfonic_graph.models import read_skills
 from symfonic_graph.rules.ruleset import RuleSet
 

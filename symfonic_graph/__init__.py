@@ -39,6 +39,7 @@ from symfonic_graph.errors import (
 )
 from symfonic_graph.gate import create_precondition_gate_node, precondition_condition
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
+from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.mining import RuleProposal, mine_rules
 from symfonic_graph.models import Fact, Skill, Trigger
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
@@ -56,7 +57,6 @@ from symfonic_graph.triggers import (
     TriggerSelectionSink,
     prospective_trigger_capabilities,
 )
-from symfonic_graph.turn import TurnMemory, TurnSnapshot
 
 __all__ = [
     "AnyPrecondition",

@@ -32,10 +32,10 @@ from pydantic import Field
 from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph._store.cypher import cypher_root
 from symfonic_graph.langgraph import create_guarded_tool_node
+from symfonic_graph.memory.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
+from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.seedfile import split_cypher_script
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
-from symfonic_graph.turn import TurnMemory
 
 DEMO_SEED = "demo_tenants.cypher"
 AGENTS: Final = ("langgraph", "middleware")

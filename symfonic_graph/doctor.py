@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from symfonic_graph._store import GraphMemoryStore, positive_count, tenant_token
+from symfonic_graph.memory.turn import DEFAULT_MAX_TRIGGERS
 from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape._limits import MAX_PROPERTY_BYTES, MAX_SCOPE_WEIGHT, MAX_SKILLS_PER_SCOPE, NODE_WEIGHT
 from symfonic_graph.shape._revision import graph_digest, rev_digest
 from symfonic_graph.shape.models import SkillReading, read_skill
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.turn import DEFAULT_MAX_TRIGGERS
 
 EXPECTED_INDEXES = (
     "skill_tenant",

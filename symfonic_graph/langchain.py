@@ -76,14 +76,14 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.types import Command
 
 from symfonic_graph.errors import ScopeError, StoreUnavailableError
+from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
+from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
+from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
 from symfonic_graph.rules._messages import field, messages_of, terminal_tool_calls
 from symfonic_graph.rules.gate import GateDecision, run_gate
 from symfonic_graph.rules.lint import ToolLinter, tool_names
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.triggers import ProspectiveTriggerCapability
-from symfonic_graph.turn import TurnMemory, TurnSnapshot
-from symfonic_graph.turn_scope import SCOPE_KEY, scope_of
 
 __all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "MemoryMiddleware", "scope_in_context", "with_preflight"]
 

@@ -46,14 +46,14 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Checkpointer, Command
 
 from symfonic_graph.errors import StoreUnavailableError
+from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
+from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.rules._messages import messages_of, terminal_ai_message
 from symfonic_graph.rules.gate import SkillLookup, run_gate
 from symfonic_graph.rules.gate import _lookup as checked_lookup
 from symfonic_graph.rules.lint import ToolLinter
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.rules.ruleset import RuleSet
-from symfonic_graph.triggers import ProspectiveTriggerCapability
-from symfonic_graph.turn import TurnMemory
 
 __all__ = ["GuardedNode", "build_agent_graph", "create_guarded_tool_node"]
 

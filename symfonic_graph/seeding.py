@@ -43,8 +43,8 @@ from symfonic_graph._store import (
     staged_keys,
 )
 from symfonic_graph.errors import ScopeError, ValidationError
-from symfonic_graph.layers.procedural import skill_row
-from symfonic_graph.layers.prospective import trigger_row
+from symfonic_graph.memory.layers.procedural import skill_row
+from symfonic_graph.memory.layers.prospective import trigger_row
 from symfonic_graph.seedfile import SeedFile
 from symfonic_graph.shape._limits import refuse_over_cap
 from symfonic_graph.shape._revision import rev_digest

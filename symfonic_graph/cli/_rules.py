@@ -13,7 +13,7 @@ import anyio
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.layers import ProceduralLayer
+from symfonic_graph.memory.layers import ProceduralLayer
 from symfonic_graph.rules.lint import lint_rules
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 
 from symfonic_graph.cli._connect import open_store
-from symfonic_graph.layers import ProceduralLayer
+from symfonic_graph.memory.layers import ProceduralLayer
 from symfonic_graph.shape.scope import MemoryScope
 
 

@@ -214,7 +214,7 @@ class RecordingScopes(GraphMemoryStore):
 
 
 async def test_a_big_catalog_is_shipped_in_a_query_of_its_own(store: GraphMemoryStore, tenant: str) -> None:
-    from symfonic_graph.turn import BIG_CATALOG
+    from symfonic_graph.memory.turn import BIG_CATALOG
 
     small = await _seed(store, tenant)
     big = MemoryScope(f"{tenant}-big")

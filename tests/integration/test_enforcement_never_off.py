@@ -25,8 +25,8 @@ from symfonic_graph import (
 )
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.langgraph import build_agent_graph, create_guarded_tool_node
+from symfonic_graph.memory.turn import DEFAULT_MAX_AGE
 from symfonic_graph.skill_source import StoreSkillGetter
-from symfonic_graph.turn import DEFAULT_MAX_AGE
 from tests._fakes import Scripted, ai_calls, assert_every_call_answered, recording_tools
 from tests.conftest import Neo4jSettings
 from tests.integration.test_cli import _cli

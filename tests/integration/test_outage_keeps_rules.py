@@ -21,7 +21,7 @@ from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnM
 from symfonic_graph.gate import create_precondition_gate_node
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.langgraph import build_agent_graph
-from symfonic_graph.turn import DEFAULT_OUTAGE_GRACE
+from symfonic_graph.memory.turn import DEFAULT_OUTAGE_GRACE
 from tests._fakes import Scripted, ai_calls, recording_tools
 from tests._otel import recording_spans
 from tests._proxy import TcpProxy

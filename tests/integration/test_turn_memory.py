@@ -155,7 +155,7 @@ async def test_a_stale_read_of_identical_skills_reuses_the_compiled_rules(
     store: GraphMemoryStore, scope: MemoryScope, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await _seed(store, scope)
-    from symfonic_graph import _catalog
+    from symfonic_graph.memory import _catalog
 
     decoded: list[int] = []
     real = _catalog.read_skills

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import pytest
 
 from symfonic_graph import MemoryScope
-from symfonic_graph._isolation import keep_owned
+from symfonic_graph.memory._isolation import keep_owned
 
 
 @dataclass(frozen=True)

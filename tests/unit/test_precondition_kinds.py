@@ -218,7 +218,7 @@ def test_write_input_in_every_accepted_shape() -> None:
     ],
 )
 def test_a_catalog_stays_small_enough_to_ship(spec: dict[str, Any], field: str) -> None:
-    from symfonic_graph.layers.procedural import skill_row
+    from symfonic_graph.memory.layers.procedural import skill_row
     from symfonic_graph.shape.scope import MemoryScope
 
     base = {"label": "L", "steps": ["deliver"], "source_tag": "authored:x"}

@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.gate import explain_tool_call
-from symfonic_graph.layers.procedural import skill_row
+from symfonic_graph.memory.layers.procedural import skill_row
 from symfonic_graph.models import read_skill
 from symfonic_graph.rules._messages import History
 from symfonic_graph.rules.lint import lint_rules

@@ -114,7 +114,7 @@ async def test_empty_task_is_never_selected(task: str) -> None:
 
 @pytest.mark.parametrize("result", [1, "yes", "True", None, 0, [True], 1.0])
 async def test_non_bool_results_select_nothing(result: object, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, "symfonic_graph.triggers"):
+    with caplog.at_level(logging.WARNING, "symfonic_graph.memory.triggers"):
         assert await capability(INVOICE, evaluator=lambda c, q: result).contribute(req("invoice")) == []
     if result is not None and result != 0:
         assert "not a bool" in caplog.text
@@ -132,7 +132,7 @@ async def test_raising_evaluator_selects_nothing_and_others_still_run(caplog: py
             raise RuntimeError("model down")
         return True
 
-    with caplog.at_level(logging.WARNING, "symfonic_graph.triggers"):
+    with caplog.at_level(logging.WARNING, "symfonic_graph.memory.triggers"):
         [c] = await capability(INVOICE, BIRTHDAY, evaluator=ev).contribute(req("invoice birthday"))
     assert c.content == "## PENDING REMINDERS\n- Wish them a happy birthday."
     assert "evaluator raised on trigger t1" in caplog.text
@@ -151,7 +151,7 @@ async def test_awaitable_result_is_closed_without_never_awaited_warning(caplog: 
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with caplog.at_level(logging.WARNING, "symfonic_graph.triggers"):
+        with caplog.at_level(logging.WARNING, "symfonic_graph.memory.triggers"):
             assert await capability(INVOICE, evaluator=ev).contribute(req("invoice")) == []
         assert inspect.getcoroutinestate(made[0]) == inspect.CORO_CLOSED
         made.clear()
@@ -166,7 +166,7 @@ async def test_async_def_evaluator_is_accepted_but_selects_nothing(caplog: pytes
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        with caplog.at_level(logging.WARNING, "symfonic_graph.triggers"):
+        with caplog.at_level(logging.WARNING, "symfonic_graph.memory.triggers"):
             cap = capability(INVOICE, evaluator=ev)
             assert "is async" in caplog.text
             assert await cap.contribute(req("invoice")) == []
@@ -216,7 +216,7 @@ async def test_custom_cue_from() -> None:
 
 @pytest.mark.parametrize("cue_from", [lambda r: 1 / 0, lambda r: 42])
 async def test_failing_or_non_str_cue_contributes_nothing(cue_from: Any, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, "symfonic_graph.triggers"):
+    with caplog.at_level(logging.WARNING, "symfonic_graph.memory.triggers"):
         assert await capability(INVOICE, evaluator=lambda c, q: True, cue_from=cue_from).contribute(req("x")) == []
     assert "cue_from" in caplog.text
 
@@ -226,7 +226,7 @@ async def test_failing_or_non_str_cue_contributes_nothing(cue_from: Any, caplog:
 
 async def test_failing_source_contributes_nothing(caplog: pytest.LogCaptureFixture) -> None:
     cap = ProspectiveTriggerCapability(FailingSource(), lambda c, q: True, SCOPE)
-    with caplog.at_level(logging.WARNING, "symfonic_graph.triggers"):
+    with caplog.at_level(logging.WARNING, "symfonic_graph.memory.triggers"):
         assert await cap.contribute(req("invoice")) == []
     assert "source failed" in caplog.text and "ConnectionError" in caplog.text
 
@@ -381,7 +381,7 @@ class BrokenAsyncSink:
 
 @pytest.mark.parametrize("sink", [BrokenSink(), BrokenAsyncSink()])
 async def test_failing_sink_never_breaks_the_turn(sink: Any, caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.WARNING, "symfonic_graph.triggers"):
+    with caplog.at_level(logging.WARNING, "symfonic_graph.memory.triggers"):
         [c] = await capability(INVOICE, sink=sink).contribute(req("invoice"))
     assert "Say the invoice is overdue." in c.content
     assert "sink" in caplog.text and "audit db down" in caplog.text
@@ -448,7 +448,7 @@ async def test_selected_trigger_may_still_be_dropped_by_composition() -> None:
 
 
 async def test_compose_survives_a_failing_capability(caplog: pytest.LogCaptureFixture) -> None:
-    with caplog.at_level(logging.ERROR, "symfonic_graph.composition"):
+    with caplog.at_level(logging.ERROR, "symfonic_graph.memory.composition"):
         composed = await compose_prompt([Exploding(), Fixed([block("ok")])], req(""))
     assert isinstance(composed, ComposedPrompt)
     assert [c.content for c in composed.contributions] == ["ok"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 
-from symfonic_graph._catalog import fingerprint
+from symfonic_graph.memory._catalog import fingerprint
 
 ROW = {"skill": {"id": "s1", "tenant_id": "acme", "status": "approved", "active": True},
        "preconditions": [{"kind": "state", "path": "n", "op": "eq", "value": 1, "position": 0}], "foreign": 0}

@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakValueDictionary
 
-from symfonic_graph._isolation import keep_owned
+from symfonic_graph.memory._isolation import keep_owned
+from symfonic_graph.memory.triggers import PendingTrigger
 from symfonic_graph.rules.ruleset import Rule, RuleSet
 from symfonic_graph.shape._intern import shared
 from symfonic_graph.shape.models import read_skills, trigger_from_row
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.triggers import PendingTrigger
 
 
 @dataclass(slots=True)

@@ -7,7 +7,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from symfonic_graph._isolation import keep_owned
 from symfonic_graph._store import (
     MAX_KEY_PART,
     GraphMemoryStore,
@@ -25,6 +24,7 @@ from symfonic_graph._store import (
     within_deadline,
 )
 from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
+from symfonic_graph.memory._isolation import keep_owned
 from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight

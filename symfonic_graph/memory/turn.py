@@ -24,17 +24,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from symfonic_graph import telemetry
-from symfonic_graph._catalog import Catalog, Compiler
-from symfonic_graph._coalesce import Coalescer
 from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
+from symfonic_graph.memory._catalog import Catalog, Compiler
+from symfonic_graph.memory._coalesce import Coalescer
+from symfonic_graph.memory.triggers import PendingTrigger
+from symfonic_graph.memory.turn_scope import ScopeFrom, scope_from_turn, scope_of
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.rules.ruleset import RuleSet
 from symfonic_graph.shape.contributions import PluginContribution
 from symfonic_graph.shape.models import Skill
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.triggers import PendingTrigger
-from symfonic_graph.turn_scope import ScopeFrom, scope_from_turn, scope_of
 
 log = logging.getLogger("symfonic_graph.turn")
 

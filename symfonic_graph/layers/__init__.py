@@ -1,7 +1,0 @@
-"""The memory layers: procedural skills, prospective triggers, semantic facts."""
-
-from symfonic_graph.layers.procedural import ProceduralLayer, SkillSpec
-from symfonic_graph.layers.prospective import ProspectiveLayer
-from symfonic_graph.layers.semantic import SemanticLayer
-
-__all__ = ["ProceduralLayer", "ProspectiveLayer", "SemanticLayer", "SkillSpec"]

@@ -1,0 +1,365 @@
+"""Prospective triggers: pending reminders offered to the turn.
+
+A turn reads the scope's pending triggers from a source, asks a
+deployment-supplied evaluator whether each condition holds for the turn's cue,
+and offers the tasks of the selected ones as one dynamic prompt contribution.
+
+Selection is not acknowledgement: the capability never writes, so a selected
+trigger stays pending and is selected again on every later matching turn until
+the deployment calls ``ProspectiveLayer.resolve_trigger``. There is no expiry
+and no rate limit. Selection is not delivery either: prompt assembly (see
+``symfonic_graph.composition``) may still drop the block, e.g. over a budget.
+
+Example:
+    >>> capability = ProspectiveTriggerCapability(
+    ...     GraphPendingTriggers(store),
+    ...     evaluator=lambda condition, cue: condition.lower() in cue.lower(),
+    ...     scope=MemoryScope("acme", "user-42"))
+    >>> [c.content for c in await capability.contribute(request)]
+    ['## PENDING REMINDERS\\n- Tell them the invoice is overdue.']
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final, Protocol, runtime_checkable
+
+from symfonic_graph._store import GraphMemoryStore, positive_count
+from symfonic_graph.memory._isolation import keep_owned
+from symfonic_graph.memory.layers.prospective import ProspectiveLayer
+from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
+from symfonic_graph.shape.models import Trigger
+from symfonic_graph.shape.scope import MemoryScope
+
+__all__ = [
+    "TRIGGERS_HEADING",
+    "TRIGGERS_ORDER",
+    "TRIGGERS_ORIGIN",
+    "TRIGGERS_POSITION",
+    "GraphPendingTriggers",
+    "Neo4jSelectionAuditSink",
+    "PendingTrigger",
+    "PendingTriggerSource",
+    "ProspectiveTriggerCapability",
+    "TriggerSelectionSink",
+    "prompt_cue",
+    "prospective_trigger_capabilities",
+]
+
+log = logging.getLogger("symfonic_graph.triggers")
+
+TRIGGERS_HEADING: Final = "## PENDING REMINDERS"
+TRIGGERS_POSITION: Final = "dynamic"
+TRIGGERS_ORDER: Final = 20
+TRIGGERS_ORIGIN: Final = "symfonic.prospective"
+
+Evaluator = Callable[[str, str], object]
+CueFrom = Callable[[Any], str]
+
+
+@dataclass(frozen=True, slots=True, weakref_slot=True)
+class PendingTrigger:
+    """One unresolved reminder, as offered to a turn.
+
+    Example:
+        >>> PendingTrigger("t-1", "user mentions the invoice", "Say it is overdue.")
+        PendingTrigger(trigger_id='t-1', condition='user mentions the invoice', task='Say it is overdue.')
+    """
+
+    trigger_id: str
+    condition: str
+    task: str
+
+
+@runtime_checkable
+class PendingTriggerSource(Protocol):
+    """Where a capability reads pending triggers from (``GraphPendingTriggers``, or your own)."""
+
+    async def pending(self, scope: MemoryScope) -> Sequence[PendingTrigger]:
+        """The unresolved triggers visible to ``scope``."""
+        ...
+
+
+@runtime_checkable
+class TriggerSelectionSink(Protocol):
+    """Observes each turn's selection, after the contribution is built.
+
+    ``selected`` may be a plain or an ``async`` method. It is called only when
+    at least one trigger was selected, with the selected triggers in source
+    order. Whatever it raises is logged at WARNING and never breaks the turn;
+    it runs inline, so keep it fast (``Neo4jSelectionAuditSink`` is bounded by
+    the store's ``query_timeout``).
+
+    Example:
+        >>> class PrintSink:
+        ...     def selected(self, scope, triggers):
+        ...         print(scope.tenant_id, [t.trigger_id for t in triggers])
+    """
+
+    def selected(self, scope: MemoryScope, triggers: Sequence[PendingTrigger]) -> Awaitable[None] | None:
+        """Record or react to ``triggers`` having been selected for ``scope``."""
+        ...
+
+
+class _PendingReader(Protocol):
+    async def get_pending(self, scope: MemoryScope, *, limit: int | None = None) -> list[Trigger]: ...
+
+
+class GraphPendingTriggers:
+    """Pending triggers read from the graph, one index-backed query per turn.
+
+    Visibility (tenant, namespace, retraction, publication, status) is
+    enforced in the Cypher; every row is checked again on the way out and a
+    row that does not belong to the scope is dropped and logged at ERROR.
+    Triggers from every write path are read: ``set_trigger``, a staged write
+    after ``store.publish``, and nodes seeded with plain Cypher.
+
+    Example:
+        >>> source = GraphPendingTriggers(store)
+        >>> [t.task for t in await source.pending(MemoryScope("acme", "user-42"))]
+        ['Tell them the invoice is overdue.']
+    """
+
+    def __init__(self, store: GraphMemoryStore, *, max_triggers: int = 100) -> None:
+        if store is None:
+            raise ValueError("pending triggers need a graph backend")
+        self.store = store
+        self.max_triggers = positive_count("max_triggers", max_triggers)
+        self._layer: _PendingReader = ProspectiveLayer(store)
+
+    async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
+        """The unresolved triggers ``scope`` sees, oldest first (at most ``max_triggers``)."""
+        triggers = keep_owned(scope, await self._layer.get_pending(scope, limit=self.max_triggers), "trigger")
+        return [PendingTrigger(t.id, t.condition, t.task) for t in triggers]
+
+
+def prompt_cue(request: object) -> str:
+    """The default cue: ``request.prompt`` as a string, ``""`` when missing or None.
+
+    A mapping request is read by key (``request["prompt"]``).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> prompt_cue(SimpleNamespace(prompt="hello")), prompt_cue(object())
+        ('hello', '')
+    """
+    prompt = request.get("prompt") if isinstance(request, Mapping) else getattr(request, "prompt", None)
+    if prompt is None:
+        return ""
+    return prompt if isinstance(prompt, str) else str(prompt)
+
+
+def _close_awaitable(value: object) -> None:
+    close = getattr(value, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception:  # pragma: no cover - a broken awaitable; nothing else to do
+            log.debug("closing an awaitable evaluator result failed", exc_info=True)
+
+
+def _render(tasks: Sequence[str]) -> str:
+    lines = [TRIGGERS_HEADING]
+    for task in tasks:
+        first, *rest = task.strip().splitlines()
+        lines.append(f"- {first}")
+        lines.extend(f"  {line}" for line in rest)
+    return "\n".join(lines)
+
+
+class ProspectiveTriggerCapability:
+    """Offers the tasks of the pending triggers this turn satisfies.
+
+    Per turn, a trigger is selected iff its task is non-empty (after
+    stripping) and ``evaluator(condition, cue)`` returns exactly ``True``.
+    An evaluator that raises, returns a non-bool (``1``, ``"yes"``) or an
+    awaitable selects nothing (the awaitable is closed, never left
+    un-awaited); each case is logged at WARNING. The tasks of the selected
+    triggers, and only the tasks, become one contribution::
+
+        ## PENDING REMINDERS
+        - <task>                        (continuation lines indented by two spaces)
+
+    with ``position="dynamic"``, ``order=20``, ``header=""`` and
+    ``origin="symfonic.prospective"``. Nothing selected, or a failing
+    source or ``cue_from``, gives ``[]``. The capability never writes.
+
+    Args:
+        source: an object with ``async pending(scope)``, e.g. ``GraphPendingTriggers``.
+        evaluator: synchronous ``(condition, cue) -> bool``; no default matcher is shipped.
+        scope: whose triggers to read.
+        sink: optional ``TriggerSelectionSink``, told about each non-empty selection.
+        cue_from: ``request -> str``; by default ``request.prompt`` (``""`` if missing).
+
+    Example:
+        >>> capability = ProspectiveTriggerCapability(
+        ...     GraphPendingTriggers(store), lambda cond, cue: cond in cue, MemoryScope("acme"))
+        >>> await capability.contribute(SimpleNamespace(prompt="about my invoice"))
+        [PluginContribution(content='## PENDING REMINDERS\\n- Say it is overdue.', position='dynamic', ...)]
+    """
+
+    def __init__(
+        self,
+        source: PendingTriggerSource,
+        evaluator: Evaluator,
+        scope: MemoryScope,
+        sink: TriggerSelectionSink | None = None,
+        cue_from: CueFrom = prompt_cue,
+    ) -> None:
+        if not callable(getattr(source, "pending", None)):
+            raise TypeError(
+                f"source must have an async pending(scope) method, e.g. GraphPendingTriggers(store); "
+                f"got {type(source).__name__}"
+            )
+        if not callable(evaluator):
+            raise TypeError(
+                "evaluator is required: a synchronous (condition, cue) -> bool callable; "
+                f"got {type(evaluator).__name__}"
+            )
+        if inspect.iscoroutinefunction(evaluator):
+            log.warning(
+                "evaluator %r is async: its results are awaitables and select nothing; "
+                "pass a synchronous (condition, cue) -> bool", evaluator,
+            )
+        if not isinstance(scope, MemoryScope):
+            raise TypeError(f"scope must be a MemoryScope, got {type(scope).__name__}")
+        if sink is not None and not callable(getattr(sink, "selected", None)):
+            raise TypeError(f"sink must have a selected(scope, triggers) method, got {type(sink).__name__}")
+        if not callable(cue_from):
+            raise TypeError(f"cue_from must be a callable request -> str, got {type(cue_from).__name__}")
+        self.source = source
+        self.evaluator = evaluator
+        self.scope = scope
+        self.sink = sink
+        self.cue_from = cue_from
+
+    async def contribute(self, request: object) -> list[PluginContribution]:
+        """This turn's reminder block (at most one contribution)."""
+        cue = self._cue(request)
+        if cue is None:
+            return []
+        triggers = await self._pending()
+        if triggers is None:
+            return []
+        selected = [t for t in triggers if self._selects(t, cue)]
+        if not selected:
+            return []
+        contribution = PluginContribution(
+            content=_render([t.task for t in selected]),
+            position=TRIGGERS_POSITION,
+            order=TRIGGERS_ORDER,
+            header="",
+            origin=TRIGGERS_ORIGIN,
+        )
+        await self._notify(tuple(selected))
+        return [contribution]
+
+    def _cue(self, request: object) -> str | None:
+        try:
+            cue = self.cue_from(request)
+        except Exception as exc:
+            log.warning("cue_from failed (%s: %s); no reminders this turn", type(exc).__name__, exc)
+            return None
+        if not isinstance(cue, str):
+            log.warning("cue_from returned %s, not a str; no reminders this turn", type(cue).__name__)
+            return None
+        return cue
+
+    async def _pending(self) -> list[PendingTrigger] | None:
+        try:
+            result: Any = self.source.pending(self.scope)
+            if inspect.isawaitable(result):
+                result = await result
+            items = list(result)
+        except Exception as exc:
+            log.warning(
+                "pending-trigger source failed for tenant %r (%s: %s); no reminders this turn",
+                self.scope.tenant_id, type(exc).__name__, exc,
+            )
+            return None
+        good = []
+        for item in items:
+            if isinstance(item, PendingTrigger):
+                good.append(item)
+            else:
+                log.warning("pending-trigger source returned %s, not a PendingTrigger; skipped", type(item).__name__)
+        return good
+
+    def _selects(self, trigger: PendingTrigger, cue: str) -> bool:
+        if not isinstance(trigger.task, str) or not trigger.task.strip():
+            return False
+        try:
+            result = self.evaluator(trigger.condition, cue)
+        except Exception as exc:
+            log.warning("evaluator raised on trigger %s (%s: %s); not selected",
+                        trigger.trigger_id, type(exc).__name__, exc)
+            return False
+        if inspect.isawaitable(result):
+            _close_awaitable(result)
+            log.warning("evaluator returned an awaitable for trigger %s; it must be synchronous; not selected",
+                        trigger.trigger_id)
+            return False
+        if result is True:
+            return True
+        if result is not False:
+            log.warning("evaluator returned %s for trigger %s, not a bool; not selected",
+                        type(result).__name__, trigger.trigger_id)
+        return False
+
+    async def _notify(self, selected: tuple[PendingTrigger, ...]) -> None:
+        if self.sink is None:
+            return
+        try:
+            result = self.sink.selected(self.scope, selected)
+            if inspect.isawaitable(result):
+                await result
+        except Exception as exc:
+            log.warning("trigger selection sink %s failed (%s: %s); the turn goes on",
+                        type(self.sink).__name__, type(exc).__name__, exc)
+
+
+def prospective_trigger_capabilities(
+    source: PendingTriggerSource,
+    evaluator: Evaluator,
+    scope: MemoryScope,
+    *,
+    sink: TriggerSelectionSink | None = None,
+) -> list[GrantEffects | ProspectiveTriggerCapability]:
+    """The grant and the capability a runtime composes for prospective triggers.
+
+    Example:
+        >>> grant, capability = prospective_trigger_capabilities(source, evaluator, scope)
+        >>> grant
+        GrantEffects(effect='memory-read')
+    """
+    return [GrantEffects("memory-read"), ProspectiveTriggerCapability(source, evaluator, scope, sink=sink)]
+
+
+class Neo4jSelectionAuditSink:
+    """An opt-in sink that records each selection in Neo4j, as an audit trail.
+
+    Each non-empty selection becomes one node
+    ``(:SymfonicTriggerSelection {tenant_id, namespace, trigger_ids, selected_at})``
+    (``namespace`` is the scope's, null for a tenant-wide scope). The label is
+    library-owned, so it cannot collide with your domain data; nothing reads it
+    on a turn. Query it with plain Cypher, filtering on ``tenant_id``.
+
+    Example:
+        >>> capability = ProspectiveTriggerCapability(
+        ...     GraphPendingTriggers(store), evaluator, scope, sink=Neo4jSelectionAuditSink(store))
+    """
+
+    def __init__(self, store: GraphMemoryStore) -> None:
+        if store is None:
+            raise ValueError("the selection audit sink needs a graph backend")
+        self.store = store
+
+    async def selected(self, scope: MemoryScope, triggers: Sequence[PendingTrigger]) -> None:
+        """Write one audit node for this selection (nothing when empty)."""
+        ids = [t.trigger_id for t in triggers]
+        if not ids:
+            return
+        await self.store.write([("trigger_selection_record", {**scope.params(), "trigger_ids": ids})])
