@@ -37,10 +37,10 @@ from typing import Any, Protocol
 
 from bench._bfcl import INSTALL_HINT, Call, bfcl_installed
 from symfonic_graph.gate import GateDecision, gate_decisions
-from symfonic_graph.mining import mine_rules
+from symfonic_graph.learning.mining import mine_rules
+from symfonic_graph.learning.traces import Outcome, Trace
 from symfonic_graph.rules._messages import GATE_MARKER_KEY, GATE_MARKER_VALUE
 from symfonic_graph.rules.ruleset import RuleSet, rules_of
-from symfonic_graph.traces import Outcome, Trace
 
 # --- the authored rules ---------------------------------------------------------------
 
@@ -388,7 +388,7 @@ def evaluate(tasks: Sequence[Any], rules: RuleSet) -> tuple[list[Row], list[Any]
 
 def mined_table(traces: Sequence[Any], *, min_support: int, min_confidence: float) -> str:
     """The mined proposals beside the authored rules, or the line saying mining is skipped."""
-    name = "symfonic_graph.mining"
+    name = "symfonic_graph.learning.mining"
     proposals = mine_rules(traces, min_support=min_support, min_confidence=min_confidence)
     mined = {(p.action, p.precondition): p for p in proposals}
     rows = []

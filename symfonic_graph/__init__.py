@@ -39,17 +39,17 @@ from symfonic_graph.errors import (
 )
 from symfonic_graph.gate import create_precondition_gate_node, precondition_condition
 from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
+from symfonic_graph.learning.mining import RuleProposal, mine_rules
+from symfonic_graph.learning.replay import ReplayReport, RuleReplay, replay
+from symfonic_graph.learning.traces import Trace, load_traces
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
-from symfonic_graph.mining import RuleProposal, mine_rules
 from symfonic_graph.models import Fact, Skill, Trigger
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.recall import MemoryLayer, RetrievalPolicy, recall_policy_for, without_prospective_recall
-from symfonic_graph.replay import ReplayReport, RuleReplay, replay
 from symfonic_graph.rules.preflight import build_preflight_contribution
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
 from symfonic_graph.shape.records import AnyPrecondition, StatePrecondition, TextPrecondition, ToolPrecondition
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.traces import Trace, load_traces
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
     PendingTrigger,

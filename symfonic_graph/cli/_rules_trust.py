@@ -15,11 +15,11 @@ import anyio
 from symfonic_graph._store import GraphMemoryStore, Step, owned_by
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
+from symfonic_graph.learning.mining import RuleProposal, mine_rules
+from symfonic_graph.learning.replay import ReplayReport, replay
+from symfonic_graph.learning.traces import load_traces
 from symfonic_graph.memory.layers import ProceduralLayer
-from symfonic_graph.mining import RuleProposal, mine_rules
-from symfonic_graph.replay import ReplayReport, replay
 from symfonic_graph.shape.scope import MemoryScope
-from symfonic_graph.traces import load_traces
 
 
 def register(rules: Any, skills: Any) -> None:

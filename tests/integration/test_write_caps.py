@@ -20,8 +20,8 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.learning.mining import RuleProposal
 from symfonic_graph.memory.layers.semantic import SemanticLayer
-from symfonic_graph.mining import RuleProposal
 from symfonic_graph.seedfile import load_seed_file
 from symfonic_graph.seeding import apply_seed, plan_seed
 from symfonic_graph.shape import _limits

@@ -24,8 +24,8 @@ from bench.compliance import (
     run_sequence,
 )
 from symfonic_graph.gate import called_tools
-from symfonic_graph.mining import mine_rules
-from symfonic_graph.traces import Outcome, Trace
+from symfonic_graph.learning.mining import mine_rules
+from symfonic_graph.learning.traces import Outcome, Trace
 from tests.unit._skills import skill, state_pred
 
 

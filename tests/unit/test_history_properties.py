@@ -345,9 +345,9 @@ def test_nesting_of_any_depth_meets_no_same_args_and_never_raises(depth: int, as
 
 
 def test_replay_and_mining_read_hostile_traces_as_the_gate_does_and_name_them(tmp_path: Any, caplog: Any) -> None:
-    from symfonic_graph.mining import mine_rules
-    from symfonic_graph.replay import replay
-    from symfonic_graph.traces import load_traces
+    from symfonic_graph.learning.mining import mine_rules
+    from symfonic_graph.learning.replay import replay
+    from symfonic_graph.learning.traces import load_traces
 
     def ask(call_id: Any, name: str, arguments: str = "{}") -> dict[str, Any]:
         return {"role": "assistant", "content": "", "tool_calls": [

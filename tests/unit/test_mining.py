@@ -11,7 +11,7 @@ import pytest
 
 from symfonic_graph import RuleProposal, Trace, mine_rules
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.traces import Outcome
+from symfonic_graph.learning.traces import Outcome
 
 
 def _conversation(steps: list[str | list[str]], *, fail: set[str] = frozenset(), openai: bool = False) -> list[Any]:
@@ -168,7 +168,8 @@ def test_bad_parameters_are_typed_errors(kwargs: dict[str, Any]) -> None:
         mine_rules([], **kwargs)
 
 
-@pytest.mark.parametrize("name", ["symfonic_graph.mining", "symfonic_graph.replay", "symfonic_graph.traces"])
+@pytest.mark.parametrize("name", [
+    "symfonic_graph.learning.mining", "symfonic_graph.learning.replay", "symfonic_graph.learning.traces"])
 def test_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=doctest.ELLIPSIS)
     assert result.attempted > 0 and result.failed == 0

@@ -49,7 +49,7 @@ def test_json_list_of_traces_and_bare_list_of_messages(tmp_path: Path) -> None:
 
 
 def test_json_list_is_read_in_chunks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("symfonic_graph.traces._CHUNK", 7)  # entries straddle many chunks
+    monkeypatch.setattr("symfonic_graph.learning.traces._CHUNK", 7)  # entries straddle many chunks
     path = tmp_path / "list.json"
     entries = [{"id": f"t{i}", "messages": AI_LOGIN_BUY, "outcome": "success"} for i in range(20)]
     path.write_text(json.dumps(entries))

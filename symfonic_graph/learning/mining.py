@@ -25,7 +25,7 @@ The miner reads each trace once and keeps counters per tool pair, so memory
 depends on the number of distinct tools, not on the number of traces.
 
 Example:
-    >>> from symfonic_graph.traces import Trace
+    >>> from symfonic_graph.learning.traces import Trace
     >>> msgs = [{"role": "assistant", "content": "", "tool_calls": [{"id": "1", "name": "login", "args": {}}]},
     ...         {"role": "tool", "tool_call_id": "1", "name": "login", "content": "ok"},
     ...         {"role": "assistant", "content": "", "tool_calls": [{"id": "2", "name": "buy", "args": {}}]}]

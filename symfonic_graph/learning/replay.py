@@ -19,7 +19,7 @@ WARNING, with the first few of them.
 
 Example:
     >>> from types import SimpleNamespace
-    >>> from symfonic_graph.traces import Trace
+    >>> from symfonic_graph.learning.traces import Trace
     >>> skill = SimpleNamespace(id="s1", metadata={"label": "Deploy", "action_tool": "deploy",
     ...                                            "precondition": ["run_tests"]})
     >>> msgs = [{"role": "assistant", "content": "", "tool_calls": [{"id": "1", "name": "deploy", "args": {}}]}]
