@@ -31,7 +31,7 @@ from pydantic import Field
 
 from symfonic_graph._store import GraphMemoryStore
 from symfonic_graph._store.cypher import cypher_root
-from symfonic_graph.langgraph import create_guarded_tool_node
+from symfonic_graph.integrations.langgraph import create_guarded_tool_node
 from symfonic_graph.memory.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.seedfile import split_cypher_script
@@ -220,7 +220,7 @@ async def _middleware_demo(t: Transcript, memory: TurnMemory, acme: MemoryScope,
     from langchain.agents.middleware import AgentState
     from langgraph.checkpoint.memory import InMemorySaver
 
-    from symfonic_graph.langchain import REMINDERS_MARKER_KEY, MemoryMiddleware
+    from symfonic_graph.integrations.langchain import REMINDERS_MARKER_KEY, MemoryMiddleware
 
     class ChannelState(AgentState[Any]):
         channel: NotRequired[str]  # what the skills' state predicates read

@@ -39,6 +39,7 @@ __all__ = [
     "read_history",
     "terminal_ai_message",
     "terminal_tool_calls",
+    "user_text",
 ]
 
 GATE_MARKER_KEY: Final = "symfonic_graph_gate"
@@ -261,6 +262,26 @@ def _texts(content: object) -> Iterator[str]:
             stack.extend((block, depth + 1) for block in reversed(item))
         elif depth < 4 and _is_mapping(item):
             stack.extend((item.get(key), depth + 1) for key in reversed(_TEXT_KEYS))
+
+
+def user_text(message: object) -> str | None:
+    """The text of ``message`` when it is a user message, in any shape; None for every other message.
+
+    Example:
+        >>> user_text({"role": "user", "content": [{"type": "text", "text": "refund order 7"}]})
+        'refund order 7'
+        >>> user_text("hi"), user_text({"role": "assistant", "content": "ok"})
+        ('hi', None)
+    """
+    get, is_dict = _view(message)
+    if _kind_of(message, get, is_dict) != "user":
+        return None
+    if isinstance(message, BaseMessage):
+        return str(message.text)
+    if isinstance(message, str):
+        return message
+    content = message[1] if isinstance(message, (tuple, list)) else get("content")
+    return "".join(_texts(content))
 
 
 def gate_text(text: str) -> bool:

@@ -19,6 +19,7 @@ PURE_MODULES = [
     "symfonic_graph._store.failures",
     "symfonic_graph._store.keys",
     "symfonic_graph._store.steps",
+    "symfonic_graph.integrations._shared",
     "symfonic_graph.memory.turn_scope",
     "symfonic_graph.doctor",
 ]

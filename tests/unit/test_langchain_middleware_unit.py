@@ -20,7 +20,7 @@ from langchain.agents import create_agent
 from langchain.agents.middleware import ModelResponse, ToolCallRequest
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
 
-import symfonic_graph.langchain as lc
+import symfonic_graph.integrations.langchain as lc
 from symfonic_graph import GraphMemoryStore, MemoryScope, TurnMemory, TurnSnapshot
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.langchain import MemoryMiddleware, scope_in_context, with_preflight

@@ -1,0 +1,352 @@
+"""LangChain v1 agents: ``MemoryMiddleware`` for ``langchain.agents.create_agent``.
+
+Needs the ``langchain`` extra (``pip install 'symfonic-graph[langchain]'``);
+``import symfonic_graph`` never imports this module.
+
+Per model call, the middleware:
+
+1. finds the turn's scope in the runtime context (``agent.ainvoke(...,
+   context=...)``: a ``MemoryScope``, a mapping or object with ``tenant_id``
+   and optional ``namespace``, or one holding such a value under
+   ``memory_scope``), else where the ``TurnMemory`` looks (``scope_from``:
+   ``config["configurable"]``, then ``state["memory_scope"]``). A missing or
+   malformed scope raises ``ScopeError`` out of ``ainvoke``;
+2. runs ``memory.begin(scope)`` once: the turn's one read;
+3. checks the catalog against the model call's tools (``request.tools``),
+   logging once per scope and catalog the rules whose action tool the agent
+   lacks (WARNING) or whose precondition tools it lacks (ERROR), see
+   :mod:`symfonic_graph.lint`;
+4. appends the pre-flight block, without the rules whose action tool the
+   agent lacks, to the system message as its **last**
+   content block. The system message then depends only on your prompt, the
+   tenant's catalog and the state, so it is byte-identical from call to call
+   while the catalog is unchanged, and a prompt-caching middleware placed
+   *after* this one caches it;
+5. with an ``evaluator``, selects the pending reminders the last human
+   message satisfies and sends their tasks as one trailing ``HumanMessage``
+   after the whole history: after every cached part, never stored in the
+   agent state;
+6. remembers, for each tool call the model then requests, the snapshot the
+   model was shown. A call decided more than ``memory.max_age`` seconds
+   later (a run resumed after a human-approval interrupt) is decided on a
+   fresh read instead: no snapshot outlives ``max_age``.
+
+Per tool call, it runs the gate (``run_gate``) on that call alone, against
+that snapshot, so decisions, outage policy and telemetry are those of every
+other gate path. A blocked call is answered with the gate's error
+``ToolMessage`` instead of running. ``create_agent`` sends every call of an
+AI message through the hook, so every call id of a parallel batch is
+answered. Same-batch rule: only tool results *before* the AI message that
+requested the call count as called, so a precondition requested in the same
+batch as its action does not satisfy it.
+
+Failure modes: during a store outage (``StoreUnavailableError``) the
+``TurnMemory`` enforces the scope's last catalog for ``max_age +
+outage_grace`` seconds (stale, with a WARNING). A scope without one lets the
+model call proceed without the block and the reminders, with a WARNING; tool
+calls then pass through, or with ``strict=True`` are answered with the gate's
+``Precondition check unavailable`` error. A missing or malformed scope is
+never an outage (``ScopeError``), nor is any other failure of the read
+(``ConfigurationError`` from the gate).
+
+Only the async hooks are implemented (the Neo4j driver is async): run the
+agent with ``ainvoke``/``astream``.
+
+Example:
+    >>> from langchain.agents import create_agent
+    >>> agent = create_agent(model, tools, middleware=[MemoryMiddleware(TurnMemory(store))])  # doctest: +SKIP
+    >>> await agent.ainvoke({"messages": [("user", "deliver it")]}, context=MemoryScope("acme"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any, Final
+
+try:
+    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse, ToolCallRequest
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "symfonic_graph.langchain needs LangChain v1 agents: pip install 'symfonic-graph[langchain]'"
+    ) from exc
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langgraph.types import Command
+
+from symfonic_graph.errors import ScopeError, StoreUnavailableError
+from symfonic_graph.integrations._shared import (
+    REMINDERS_MARKER_KEY,
+    REMINDERS_MARKER_VALUE,
+    Cue,
+    last_human_text,
+)
+from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
+from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
+from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
+from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
+from symfonic_graph.rules.gate import GateDecision, run_gate
+from symfonic_graph.rules.lint import ToolLinter, tool_names
+from symfonic_graph.rules.preflight import preflight_block
+from symfonic_graph.shape.scope import MemoryScope
+
+__all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "MemoryMiddleware", "scope_in_context", "with_preflight"]
+
+log = logging.getLogger("symfonic_graph.langchain")  # the logger's name is a contract (docs/observability.md)
+
+
+Evaluator = Callable[[str, str], object]
+_ABSENT: Final = object()
+_MAX_REMEMBERED_CALLS = 10_000
+_MAX_LINTERS = 64  # distinct tool sets (one per agent, usually)
+
+
+def _member(holder: object, key: str) -> object:
+    """``holder[key]`` or ``holder.key``, ``_ABSENT`` when it has none (never for plain values)."""
+    if isinstance(holder, Mapping):
+        return holder.get(key, _ABSENT)
+    if holder is None or isinstance(holder, (str, bytes, int, float, tuple, list)):
+        return _ABSENT
+    return getattr(holder, key, _ABSENT)
+
+
+def scope_in_context(context: object) -> MemoryScope | None:
+    """The scope a runtime context names, or None when it names none.
+
+    The context is a scope itself (a ``MemoryScope``, or a mapping or object
+    with ``tenant_id``), or holds one under ``memory_scope``.
+
+    Raises:
+        ScopeError: the context names a scope, but a malformed one.
+
+    Example:
+        >>> scope_in_context({"memory_scope": {"tenant_id": "acme"}, "user_id": "u-1"})
+        MemoryScope(tenant_id='acme', namespace=None)
+        >>> scope_in_context({"user_id": "u-1"}) is None
+        True
+    """
+    value, where = _member(context, SCOPE_KEY), f"runtime context[{SCOPE_KEY!r}]"
+    if value is _ABSENT:
+        if not isinstance(context, MemoryScope) and _member(context, "tenant_id") is _ABSENT:
+            return None
+        value, where = context, "runtime context"
+    return scope_of(value, where=where)
+
+
+def _history_before(messages: Sequence[Any], call_id: str | None) -> Sequence[Any]:
+    """The messages before the AI message that requested ``call_id`` (all of them if none did)."""
+    for index in range(len(messages) - 1, -1, -1):
+        # read as the gate reads it (never raises): a message it cannot read requests nothing
+        if any(call.id == call_id for call in terminal_tool_calls(messages[index:index + 1])):
+            return messages[:index]
+    return messages
+
+
+def with_preflight(system: SystemMessage | None, block: str) -> SystemMessage:
+    """``system`` with the pre-flight ``block`` appended as its last content block.
+
+    Without a system message the block is the whole (string) content; otherwise
+    the existing content becomes content blocks, unchanged, followed by one
+    text block holding ``block``.
+
+    Example:
+        >>> with_preflight(SystemMessage("You are helpful."), "## RULES").content
+        [{'type': 'text', 'text': 'You are helpful.'}, {'type': 'text', 'text': '## RULES'}]
+        >>> with_preflight(None, "## RULES").content
+        '## RULES'
+    """
+    if system is None:
+        return SystemMessage(content=block)
+    content = system.content
+    blocks: list[str | dict[Any, Any]] = list(content) if not isinstance(content, str) else (
+        [{"type": "text", "text": content}] if content else [])
+    if not blocks:
+        return system.model_copy(update={"content": block})
+    return system.model_copy(update={"content": [*blocks, {"type": "text", "text": block}]})
+
+
+class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
+    """Procedural and prospective memory for a ``create_agent`` agent.
+
+    Args:
+        memory: the process's ``TurnMemory`` (one per process; it caches each
+            tenant's skills by catalog version).
+        evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
+            reminders; the cue is the text of the last human message. Without
+            one, no reminders are shown (no default matcher is shipped).
+        strict: on a store outage with no recent catalog of the scope (see
+            ``TurnMemory``'s ``outage_grace``), answer every tool call with the
+            gate's ``Precondition check unavailable`` error instead of passing through.
+        count_failed_calls: let a failed tool result (``status="error"``)
+            satisfy a precondition, as the seeds did (default False).
+
+    Put it *before* (outside) ``AnthropicPromptCachingMiddleware`` in
+    ``middleware=[...]``, so the caching middleware sees the final system
+    message and tags the pre-flight block as the end of the cached prefix.
+
+    Example:
+        >>> agent = create_agent(model, tools, middleware=[
+        ...     MemoryMiddleware(TurnMemory(store), evaluator=my_evaluator),
+        ...     AnthropicPromptCachingMiddleware(),
+        ... ])  # doctest: +SKIP
+    """
+
+    def __init__(
+        self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: bool = False,
+        count_failed_calls: bool = False,
+    ) -> None:
+        super().__init__()
+        if not isinstance(memory, TurnMemory):
+            raise TypeError(f"memory must be a TurnMemory, got {type(memory).__name__}")
+        if evaluator is not None:
+            if not callable(evaluator):
+                raise TypeError(
+                    f"evaluator must be a (condition, cue) -> bool callable, got {type(evaluator).__name__}")
+            if inspect.iscoroutinefunction(evaluator):
+                raise TypeError("evaluator must be synchronous: (condition, cue) -> bool, not an async function")
+        self.memory = memory
+        self.evaluator = evaluator
+        self.strict = bool(strict)
+        self.count_failed_calls = bool(count_failed_calls)
+        self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
+        self._linters: dict[frozenset[str], ToolLinter] = {}
+
+    # --- scope -----------------------------------------------------------------------
+
+    def scope_for(self, context: object, state: Any) -> MemoryScope:
+        """The scope of this call: the runtime context first, then the memory's ``scope_from``.
+
+        Raises:
+            ScopeError: no usable scope anywhere, or a malformed one.
+        """
+        found = scope_in_context(context)
+        if found is not None:
+            return found
+        try:
+            return self.memory.scope_from(state)
+        except ScopeError as exc:
+            raise ScopeError(
+                f"MemoryMiddleware: {exc} (with create_agent: agent.ainvoke(..., context=MemoryScope(...)))"
+            ) from None
+
+    # --- the model call --------------------------------------------------------------
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Add the pre-flight block and the reminders, call the model, remember the snapshot.
+
+        Raises:
+            ScopeError: the call has no usable scope.
+        """
+        scope = self.scope_for(getattr(request.runtime, "context", None), request.state)
+        try:
+            snapshot = await self.memory.begin(scope)
+        except StoreUnavailableError as exc:
+            log.warning("memory read failed for tenant %r (%r); the model runs without the pre-flight block "
+                        "and reminders", scope.tenant_id, exc)
+            return await handler(request)
+        response = await handler(await self._prepared(request, scope, snapshot))
+        self._remember(scope, snapshot, response)
+        return response
+
+    async def _prepared(
+        self, request: ModelRequest[Any], scope: MemoryScope, snapshot: TurnSnapshot
+    ) -> ModelRequest[Any]:
+        linter = self._linter(request.tools)
+        linter.check(snapshot.skills)  # logged once per scope and catalog
+        block = preflight_block(linter.for_preflight(snapshot.skills), request.state,
+                                include_negative=snapshot.include_negative)
+        system = with_preflight(request.system_message, block.content) if block is not None else request.system_message
+        messages: list[AnyMessage] = list(request.messages)
+        reminders = await self._reminders(request.messages, scope, snapshot)
+        if reminders is not None:
+            messages.append(reminders)
+        return request.override(system_message=system, messages=messages)
+
+    async def _reminders(
+        self, messages: Sequence[AnyMessage], scope: MemoryScope, snapshot: TurnSnapshot
+    ) -> HumanMessage | None:
+        if self.evaluator is None or not snapshot.triggers:
+            return None
+        capability = ProspectiveTriggerCapability(snapshot, self.evaluator, scope)
+        contributions = await capability.contribute(Cue(last_human_text(messages)))
+        if not contributions:
+            return None
+        text = "\n\n".join(c.content for c in contributions)
+        return HumanMessage(content=text, response_metadata={REMINDERS_MARKER_KEY: REMINDERS_MARKER_VALUE})
+
+    def _remember(self, scope: MemoryScope, snapshot: TurnSnapshot, response: ModelResponse[Any]) -> None:
+        for message in getattr(response, "result", None) or ():
+            if not isinstance(message, AIMessage):
+                continue
+            for call in message.tool_calls:
+                call_id = call.get("id")
+                if isinstance(call_id, str):
+                    key = (scope, call_id)
+                    self._shown[key] = snapshot
+                    self._shown.move_to_end(key)
+        while len(self._shown) > _MAX_REMEMBERED_CALLS:
+            self._shown.popitem(last=False)
+
+    def _linter(self, tools: Sequence[Any]) -> ToolLinter:
+        names = tool_names(tools)
+        linter = self._linters.get(names)
+        if linter is None:
+            linter = self._linters[names] = ToolLinter(names)
+            while len(self._linters) > _MAX_LINTERS:
+                self._linters.pop(next(iter(self._linters)))
+        return linter
+
+    # --- the tool call ---------------------------------------------------------------
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]],
+    ) -> ToolMessage | Command[Any]:
+        """Run the call, or answer it with the gate's error when a precondition is missing.
+
+        Raises:
+            ScopeError: the call has no usable scope.
+        """
+        decision = await self.decide(request)
+        answer = decision.to_tool_message()
+        if answer is None:
+            return await handler(request)
+        log.debug("gate answered %s (%s) instead of running it: %s",
+                  decision.tool_name, decision.call_id, decision.verdict)
+        return answer
+
+    async def decide(self, request: ToolCallRequest) -> GateDecision:
+        """The gate's decision for one tool call, against the snapshot its model call was shown.
+
+        The call goes through the gate's ``run_gate`` as the only call of its
+        AI message, after the history that preceded that message: the same
+        decision, outage policy and telemetry as every other gate path.
+
+        Raises:
+            ScopeError: the call has no usable scope.
+        """
+        call = request.tool_call
+        name, call_id = str(call.get("name") or ""), call.get("id")
+        state = request.state
+        scope = self.scope_for(getattr(request.runtime, "context", None), state)
+        shown = self._shown.get((scope, call_id)) if isinstance(call_id, str) else None
+
+        async def skills(_: object) -> Sequence[Any]:
+            # Read now when this middleware did not see the call requested (a run resumed elsewhere),
+            # or when the snapshot is older than max_age (a run resumed after a human approval).
+            fresh = shown is not None and self.memory.clock() - shown.taken_at < self.memory.max_age
+            snapshot = shown if shown is not None and fresh else await self.memory.begin(scope)
+            return snapshot.skills
+
+        history = _history_before(messages_of(state), call_id)
+        alone = AIMessage(content="", tool_calls=[{"name": name, "args": dict(call.get("args") or {}), "id": call_id}])
+        fields = dict(state) if isinstance(state, Mapping) else {}
+        decisions = await run_gate({**fields, "messages": [*history, alone]}, skills, strict=self.strict,
+                                   count_failed_calls=self.count_failed_calls)
+        return decisions[0] if decisions else GateDecision(name, call_id, "allowed")
