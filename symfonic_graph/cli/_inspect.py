@@ -15,11 +15,11 @@ import anyio
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.cli._tenants import notice_if_empty
-from symfonic_graph.doctor import diagnose
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.learning.traces import load_traces
 from symfonic_graph.memory.layers import ProceduralLayer
 from symfonic_graph.memory.turn import DEFAULT_MAX_TRIGGERS
+from symfonic_graph.ops.doctor import diagnose
 from symfonic_graph.rules.gate import GateDecision, explain_tool_call
 from symfonic_graph.shape.records import bare_identifier
 

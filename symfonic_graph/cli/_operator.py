@@ -17,9 +17,9 @@ from symfonic_graph.cli._script_effects import Effects, follow_up, snapshot, ten
 from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.memory.layers import ProceduralLayer, ProspectiveLayer
+from symfonic_graph.ops.seedfile import load_seed_file, split_cypher_script
+from symfonic_graph.ops.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.rules.preconditions import action_tool_of
-from symfonic_graph.seedfile import load_seed_file, split_cypher_script
-from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.shape.models import Skill
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
 

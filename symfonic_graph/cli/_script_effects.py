@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from symfonic_graph._store import GraphMemoryStore, Step
-from symfonic_graph.doctor import Finding, diagnose
+from symfonic_graph.ops.doctor import Finding, diagnose
 from symfonic_graph.shape.scope import MemoryScope
 
 _LITERAL = re.compile(r"'((?:[^'\\\n]|\\.)*)'|\"((?:[^\"\\\n]|\\.)*)\"")

@@ -79,7 +79,7 @@ def _demo(agent: str = "langgraph") -> int:
     import os
     import sys
 
-    from symfonic_graph.demo import run_demo
+    from symfonic_graph.ops.demo import run_demo
     from symfonic_graph.server import LocalNeo4j
 
     if not os.environ.get("NEO4J_URI") and LocalNeo4j().state() is None:

@@ -8,8 +8,8 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.seedfile import load_seed_file
-from symfonic_graph.seeding import apply_seed, plan_seed
+from symfonic_graph.ops.seedfile import load_seed_file
+from symfonic_graph.ops.seeding import apply_seed, plan_seed
 from symfonic_graph.shape import _limits
 
 pytestmark = pytest.mark.anyio
@@ -59,7 +59,7 @@ async def test_a_seed_file_past_the_cap_names_the_file(
 async def test_doctor_reports_hand_seeded_scopes_over_the_cap_and_oversized_skills(
     store: GraphMemoryStore, scope: MemoryScope, monkeypatch: pytest.MonkeyPatch, forget: list[str]
 ) -> None:
-    from symfonic_graph import doctor
+    from symfonic_graph.ops import doctor
 
     monkeypatch.setattr(doctor, "MAX_SKILLS_PER_SCOPE", 2)
     await store.driver.execute_query(

@@ -17,8 +17,8 @@ import pytest
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
 from symfonic_graph._store.cypher import cypher_root
 from symfonic_graph.gate import explain_tool_call
+from symfonic_graph.ops.seedfile import split_cypher_script
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
-from symfonic_graph.seedfile import split_cypher_script
 
 pytestmark = pytest.mark.anyio
 

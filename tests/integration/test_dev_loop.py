@@ -20,9 +20,9 @@ import pytest
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, TurnMemory
 from symfonic_graph._store import skill_key, trigger_key
 from symfonic_graph._store.cypher import cypher_root
-from symfonic_graph.demo import DEMO_SEED
 from symfonic_graph.doctor import diagnose
-from symfonic_graph.seedfile import split_cypher_script
+from symfonic_graph.ops.demo import DEMO_SEED
+from symfonic_graph.ops.seedfile import split_cypher_script
 from symfonic_graph.server import LocalNeo4j, default_home
 from tests._cli import run_cli
 

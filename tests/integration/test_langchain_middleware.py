@@ -333,7 +333,7 @@ async def test_a_dead_store_passes_through_or_blocks_in_strict_mode(scope: Memor
 
 
 async def test_the_demo_runs_on_the_middleware_path(store: GraphMemoryStore) -> None:
-    from symfonic_graph.demo import run_demo
+    from symfonic_graph.ops.demo import run_demo
 
     lines: list[str] = []
     await run_demo(store, out=lines.append, agent="middleware")

@@ -17,8 +17,8 @@ import pytest
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
 from symfonic_graph._store import Statement, Step, Written
 from symfonic_graph.errors import AuthorityError, ValidationError
-from symfonic_graph.seedfile import load_seed_file
-from symfonic_graph.seeding import apply_seed, count_changes, plan_seed
+from symfonic_graph.ops.seedfile import load_seed_file
+from symfonic_graph.ops.seeding import apply_seed, count_changes, plan_seed
 
 pytestmark = pytest.mark.anyio
 SKILLS, BATCH = 500, 50

@@ -22,8 +22,8 @@ from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, Prosp
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.learning.mining import RuleProposal
 from symfonic_graph.memory.layers.semantic import SemanticLayer
-from symfonic_graph.seedfile import load_seed_file
-from symfonic_graph.seeding import apply_seed, plan_seed
+from symfonic_graph.ops.seedfile import load_seed_file
+from symfonic_graph.ops.seeding import apply_seed, plan_seed
 from symfonic_graph.shape import _limits
 
 pytestmark = pytest.mark.anyio
@@ -269,7 +269,7 @@ async def test_a_file_that_fits_can_be_seeded_again_and_again_in_batches(
     store: GraphMemoryStore, tenant: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The versions a batched seed replaced (published, not yet folded) never count against the cap."""
-    from symfonic_graph import doctor
+    from symfonic_graph.ops import doctor
 
     monkeypatch.setattr(_limits, "MAX_SKILLS_PER_SCOPE", 4)
     monkeypatch.setattr(doctor, "MAX_SKILLS_PER_SCOPE", 4)

@@ -19,10 +19,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from symfonic_graph import MemoryScope, SymfonicGraphError, ValidationError
-from symfonic_graph._bounded import MAX_DEPTH, MAX_FILE_BYTES, finite_or_error, load_json_bounded
 from symfonic_graph.cli import main
-from symfonic_graph.seedfile import load_seed_file
-from symfonic_graph.seeding import plan_seed
+from symfonic_graph.ops._bounded import MAX_DEPTH, MAX_FILE_BYTES, finite_or_error, load_json_bounded
+from symfonic_graph.ops.seedfile import load_seed_file
+from symfonic_graph.ops.seeding import plan_seed
 
 pytestmark = [pytest.mark.reliability]
 

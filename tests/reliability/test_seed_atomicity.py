@@ -16,8 +16,8 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope
 from symfonic_graph.errors import AuthorityError, ValidationError
-from symfonic_graph.seedfile import load_seed_file
-from symfonic_graph.seeding import apply_seed, plan_seed
+from symfonic_graph.ops.seedfile import load_seed_file
+from symfonic_graph.ops.seeding import apply_seed, plan_seed
 from tests.conftest import Neo4jSettings
 from tests.integration.test_cli import _cli
 from tests.reliability._stats import FIGURES

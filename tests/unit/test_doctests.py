@@ -21,7 +21,7 @@ PURE_MODULES = [
     "symfonic_graph._store.steps",
     "symfonic_graph.integrations._shared",
     "symfonic_graph.memory.turn_scope",
-    "symfonic_graph.doctor",
+    "symfonic_graph.ops.doctor",
 ]
 
 

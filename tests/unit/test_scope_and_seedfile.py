@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from symfonic_graph import MemoryScope, ScopeError, ValidationError
-from symfonic_graph.seedfile import load_seed_file, split_cypher_script
+from symfonic_graph.ops.seedfile import load_seed_file, split_cypher_script
 
 
 @pytest.mark.parametrize("bad", ["", "a\x00b", "line\nbreak", "tab\there", "\x7f", 3, None, b"bytes", "x" * 513])

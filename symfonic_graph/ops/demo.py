@@ -34,7 +34,7 @@ from symfonic_graph._store.cypher import cypher_root
 from symfonic_graph.integrations.langgraph import create_guarded_tool_node
 from symfonic_graph.memory.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory
-from symfonic_graph.seedfile import split_cypher_script
+from symfonic_graph.ops.seedfile import split_cypher_script
 from symfonic_graph.shape.scope import MemoryScope
 
 DEMO_SEED = "demo_tenants.cypher"

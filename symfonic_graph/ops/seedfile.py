@@ -32,8 +32,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from symfonic_graph._bounded import load_json_bounded, load_yaml_bounded, read_text_bounded
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.ops._bounded import load_json_bounded, load_yaml_bounded, read_text_bounded
 
 _SECTIONS = ("skills", "triggers")
 _BLOCK_KEYS = frozenset({"tenant", "namespace", *_SECTIONS})

@@ -45,7 +45,7 @@ from symfonic_graph._store import (
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.memory.layers.procedural import skill_row
 from symfonic_graph.memory.layers.prospective import trigger_row
-from symfonic_graph.seedfile import SeedFile
+from symfonic_graph.ops.seedfile import SeedFile
 from symfonic_graph.shape._limits import refuse_over_cap
 from symfonic_graph.shape._revision import rev_digest
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
