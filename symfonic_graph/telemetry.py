@@ -3,7 +3,7 @@
 With the ``otel`` extra (``pip install 'symfonic-graph[otel]'``) and a tracer
 provider configured by the application:
 
-- each :meth:`TurnMemory.begin <symfonic_graph.turn.TurnMemory.begin>` is one
+- each :meth:`TurnMemory.begin <symfonic_graph.memory.turn.TurnMemory.begin>` is one
   ``search_memory`` span (GenAI semantic conventions, ``gen_ai.memory.client``
   span: kind ``CLIENT``, ``gen_ai.operation.name = "search_memory"``);
 - each :func:`run_gate <symfonic_graph.gate.run_gate>` is one

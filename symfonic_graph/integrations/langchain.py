@@ -15,7 +15,7 @@ Per model call, the middleware:
 3. checks the catalog against the model call's tools (``request.tools``),
    logging once per scope and catalog the rules whose action tool the agent
    lacks (WARNING) or whose precondition tools it lacks (ERROR), see
-   :mod:`symfonic_graph.lint`;
+   :mod:`symfonic_graph.rules.lint`;
 4. appends the pre-flight block, without the rules whose action tool the
    agent lacks, to the system message as its **last**
    content block. The system message then depends only on your prompt, the

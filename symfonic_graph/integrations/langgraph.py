@@ -141,7 +141,7 @@ def create_guarded_tool_node(
 
     The node checks the rules against ``tools`` and logs, once per scope and
     catalog, rules whose action tool it lacks (WARNING) or whose precondition
-    tools it lacks (ERROR); see :mod:`symfonic_graph.lint`.
+    tools it lacks (ERROR); see :mod:`symfonic_graph.rules.lint`.
 
     Raises:
         ScopeError: from the node, when the turn has no usable scope.
@@ -299,7 +299,7 @@ def build_agent_graph(
     a turn without a usable scope raises ``ScopeError``, a broken lookup
     ``ConfigurationError``. Rules that do not fit ``tools`` are logged once per
     scope and catalog, and the block leaves out rules whose action tool the
-    agent lacks (see :mod:`symfonic_graph.lint`).
+    agent lacks (see :mod:`symfonic_graph.rules.lint`).
 
     Raises:
         TypeError: ``evaluator`` without a ``TurnMemory``, or not a synchronous callable.

@@ -53,7 +53,7 @@ BIG_CATALOG = 250
 class TurnSnapshot:
     """What one turn read: the catalog version, the compiled skills and the pending triggers.
 
-    ``skills`` is a :class:`~symfonic_graph.ruleset.RuleSet`: iterating it
+    ``skills`` is a :class:`~symfonic_graph.rules.ruleset.RuleSet`: iterating it
     yields the ``Skill`` objects, and the gate and pre-flight use its compiled
     rules. The tenant-wide part is one object shared by every cached scope of
     the tenant.

@@ -14,7 +14,7 @@ Every rule fails closed: a misconfigured state predicate (unknown op, no
 value, a non-list ``in``, a bad path) does not decide whether its skill
 applies; the skill applies and its action stays blocked until an operator
 fixes the predicate. A tool entry that names no tool blocks the same way.
-Tool names are read by :func:`~symfonic_graph.records.bare_identifier`
+Tool names are read by :func:`~symfonic_graph.shape.records.bare_identifier`
 (1 to 128 ASCII letters, digits, ``_``, ``-`` or ``.``, as providers accept).
 
 Example:
