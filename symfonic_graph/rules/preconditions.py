@@ -35,21 +35,23 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from pydantic import BaseModel
-
 from symfonic_graph.rules._messages import History
-from symfonic_graph.shape.readings import precondition_from_item, predicate_problem
+from symfonic_graph.shape.models import guarded_tool, skill_of
 from symfonic_graph.shape.records import (
+    KINDS,
     STATE_OPS,
     AnyPrecondition,
     Precondition,
     StatePrecondition,
     ToolPrecondition,
+    _Entry,
     bare_identifier,
+    register_kind,
+    unregister_kind,
 )
 
 __all__ = [
@@ -65,7 +67,9 @@ __all__ = [
     "log_dropped",
     "partition_skills_by_state",
     "precondition_tools",
+    "condition_failure",
     "predicate_failure",
+    "register_precondition",
     "required_tools",
     "resolve_path",
     "skill_id",
@@ -94,11 +98,6 @@ MISSING: Final = _Missing()
 # --- skills -------------------------------------------------------------------
 
 
-def _metadata(skill: object) -> Mapping[str, Any]:
-    meta = skill.get("metadata") if isinstance(skill, Mapping) else getattr(skill, "metadata", None)
-    return meta if isinstance(meta, Mapping) else {}
-
-
 def skill_label(skill: object) -> str | None:
     """The skill's ``metadata["label"]`` if it is a non-blank string, else None.
 
@@ -107,7 +106,7 @@ def skill_label(skill: object) -> str | None:
         >>> skill_label(SimpleNamespace(metadata={"label": "Deploy"}))
         'Deploy'
     """
-    label = _metadata(skill).get("label")
+    label = skill_of(skill).label
     return label if isinstance(label, str) and label.strip() else None
 
 
@@ -119,9 +118,7 @@ def skill_id(skill: object) -> str | None:
         >>> skill_id(SimpleNamespace(id="sk-1", metadata={}))
         'sk-1'
     """
-    value = skill.get("id") if isinstance(skill, Mapping) else getattr(skill, "id", None)
-    if not isinstance(value, str):
-        value = _metadata(skill).get("id")
+    value = skill_of(skill).id
     return value if isinstance(value, str) else None
 
 
@@ -148,14 +145,7 @@ def action_tool_of(skill: object) -> str | None:
         >>> action_tool_of(SimpleNamespace(metadata={"steps": ["deploy(env=prod)"]}))
         'deploy'
     """
-    meta = _metadata(skill)
-    action = bare_identifier(meta.get("action_tool"))
-    if action is not None:
-        return action
-    steps = meta.get("steps")
-    if isinstance(steps, Sequence) and not isinstance(steps, str) and steps:
-        return bare_identifier(steps[0])
-    return None
+    return guarded_tool(skill_of(skill))
 
 
 def entries_of(skill: object) -> tuple[Precondition, ...]:
@@ -166,22 +156,7 @@ def entries_of(skill: object) -> tuple[Precondition, ...]:
         >>> [e.kind for e in entries_of(SimpleNamespace(metadata={"precondition": ["auth", "Be kind."]}))]
         ['tool', 'text']
     """
-    typed = _typed(skill)
-    if typed is not None:
-        return typed
-    return tuple(entry for entry in map(precondition_from_item, _metadata_items(skill)) if entry is not None)
-
-
-def _typed(skill: object) -> tuple[Precondition, ...] | None:
-    typed = getattr(skill, "preconditions", None)
-    if isinstance(typed, tuple) and all(isinstance(e, BaseModel) for e in typed):
-        return typed
-    return None
-
-
-def _metadata_items(skill: object) -> list[object]:
-    raw = _metadata(skill).get("precondition")
-    return [raw] if isinstance(raw, (str, Mapping)) else list(raw) if isinstance(raw, Sequence) else []
+    return skill_of(skill).preconditions
 
 
 def precondition_tools(skill: object) -> list[str]:
@@ -216,7 +191,7 @@ def required_tools(skill: object, action_tool: str) -> list[str]:
 
 
 def state_predicates(skill: object) -> list[Any]:
-    """The inner mappings of a skill's ``{"state": {...}}`` items, in entry order.
+    """The ``{"path", "op", "value"?}`` view of a skill's state entries, in entry order (for reports).
 
     A mapping with a bad path, op or value is kept (the compiled rule turns it
     into a requirement that is never met, so the skill blocks). An item
@@ -229,10 +204,18 @@ def state_predicates(skill: object) -> list[Any]:
         ...     "auth", {"state": {"path": "env", "op": "exists"}}, {"state": "env"}]}))
         [{'path': 'env', 'op': 'exists'}]
     """
-    if _typed(skill) is not None:
-        return [entry.predicate() for entry in entries_of(skill) if isinstance(entry, StatePrecondition)]
-    return [item["state"] for item in _metadata_items(skill)
-            if isinstance(item, Mapping) and isinstance(item.get("state"), Mapping)]
+    meta = None if hasattr(skill, "preconditions") else (
+        skill.get("metadata") if isinstance(skill, Mapping) else getattr(skill, "metadata", None))
+    if isinstance(meta, Mapping):  # duck-typed: the mappings as given
+        raw = meta.get("precondition")
+        items = [raw] if isinstance(raw, (str, Mapping)) else list(raw) if isinstance(raw, Sequence) else []
+        return [item["state"] for item in items if isinstance(item, Mapping) and isinstance(item.get("state"), Mapping)]
+    return [entry.predicate() for entry in entries_of(skill) if isinstance(entry, StatePrecondition)]
+
+
+def shown(entry: Any) -> object:
+    """How a condition is shown in reports: a state entry as its ``{"path", "op", "value"?}`` mapping."""
+    return entry.predicate() if isinstance(entry, StatePrecondition) else entry
 
 
 # --- predicates ---------------------------------------------------------------
@@ -295,8 +278,80 @@ def _compare(op: str, actual: object, expected: object) -> str | None:
         return f"comparison failed ({type(exc).__name__})"
 
 
+def state_failure(entry: StatePrecondition, state: object) -> str | None:
+    """Why the state entry does not hold in ``state``, or None when it holds (the evaluator of ``kind="state"``).
+
+    Example:
+        >>> state_failure(StatePrecondition(path="env", op="eq", value="prod"), {"env": "dev"})
+        "'dev' != 'prod'"
+    """
+    op, path = entry.op, entry.path
+    if not isinstance(op, str) or op not in STATE_OPS:
+        return f"unknown op {op!r}"
+    if not isinstance(path, str) or not path:
+        return f"path {path!r} is not a non-empty string"
+    actual = resolve_path(state, path)
+    if actual is MISSING and entry.if_missing == "apply":
+        return None  # the rule applies when the state does not say
+    if op == "exists":
+        return None if actual is not MISSING else f"path {path!r} is missing"
+    if not entry.has_value:
+        return f"op {op!r} needs a `value`"
+    if actual is MISSING:
+        return f"path {path!r} is missing"
+    return _compare(op, actual, entry.value)
+
+
+Evaluator = Callable[[Any, object], str | None]
+"""A condition kind's evaluator: ``(entry, state)`` to why the entry does not hold, or None when it holds."""
+
+CONDITIONS: dict[str, Evaluator] = {"state": state_failure}
+"""The evaluator of each ``"condition"`` kind; a condition kind without one keeps its skill blocking."""
+
+
+def register_precondition(model: type[_Entry], evaluate: Evaluator | None = None) -> type[_Entry]:
+    """Add a precondition kind in one place: its record class and, for a condition, its evaluator.
+
+    The class (see ``shape.records._Entry``) brings its strict write input, its
+    node properties and its lenient readings; from then on writes validate it,
+    reads build it, and the gate and the pre-flight block apply it.
+
+    Example:
+        >>> from typing import Literal
+        >>> class Weekday(_Entry):
+        ...     kind: Literal["weekday"] = "weekday"
+        ...     value: int
+        >>> _ = register_precondition(Weekday, lambda e, state: None if state.get("day") == e.value else "other day")
+        >>> condition_failure(Weekday(value=1), {"day": 2})
+        'other day'
+        >>> unregister_precondition("weekday")
+    """
+    if model.role == "condition" and evaluate is None:
+        raise TypeError(f"{model.__name__} is a condition: register it with its evaluator")
+    register_kind(model)
+    kind = model.model_fields["kind"].default
+    if evaluate is not None:
+        CONDITIONS[kind] = evaluate
+    return model
+
+
+def unregister_precondition(kind: str) -> None:
+    """Forget a kind added with :func:`register_precondition` (the built-in kinds stay)."""
+    if kind in KINDS and kind != "state":
+        CONDITIONS.pop(kind, None)
+    unregister_kind(kind)
+
+
+def condition_failure(entry: Any, state: object) -> str | None:
+    """Why a condition entry does not hold in ``state`` (by its kind's evaluator), or None when it holds."""
+    evaluate = CONDITIONS.get(entry.kind)
+    if evaluate is None:
+        return f"no evaluator for kind {entry.kind!r}"
+    return evaluate(entry, state)
+
+
 def predicate_failure(predicate: object, state: object) -> str | None:
-    """Why ``predicate`` does not hold in ``state``, or None when it holds.
+    """Why ``predicate`` (a ``{"path", "op", "value"?}`` mapping) does not hold in ``state``, or None.
 
     Example:
         >>> predicate_failure({"path": "env", "op": "eq", "value": "prod"}, {"env": "dev"})
@@ -304,21 +359,8 @@ def predicate_failure(predicate: object, state: object) -> str | None:
     """
     if not isinstance(predicate, Mapping):
         return f"predicate is not a mapping: {predicate!r}"
-    op, path = predicate.get("op"), predicate.get("path")
-    if not isinstance(op, str) or op not in STATE_OPS:
-        return f"unknown op {op!r}"
-    if not isinstance(path, str) or not path:
-        return f"path {path!r} is not a non-empty string"
-    actual = resolve_path(state, path)
-    if actual is MISSING and predicate.get("if_missing") == "apply":
-        return None  # the rule applies when the state does not say
-    if op == "exists":
-        return None if actual is not MISSING else f"path {path!r} is missing"
-    if "value" not in predicate:
-        return f"op {op!r} needs a `value`"
-    if actual is MISSING:
-        return f"path {path!r} is missing"
-    return _compare(op, actual, predicate["value"])
+    entry = StatePrecondition.from_item({"state": predicate})
+    return state_failure(entry, state) if isinstance(entry, StatePrecondition) else entry.blocking()
 
 
 def evaluate_predicate(predicate: object, state: object) -> bool:
@@ -395,15 +437,16 @@ class StateFilterResult:
 
 
 def _first_failure(skill: object, state: object) -> DroppedSkill | None:
-    for index, predicate in enumerate(state_predicates(skill)):
-        if predicate_problem(predicate) is not None:
+    conditions = [e for e in entries_of(skill) if type(e).role == "condition"]
+    for index, entry in enumerate(conditions):
+        if entry.blocking() is not None or entry.kind not in CONDITIONS:
             continue  # misconfigured: it never drops the skill, whose action it blocks instead
         try:
-            reason = predicate_failure(predicate, state)
+            reason = condition_failure(entry, state)
         except Exception as exc:  # defensive, keeps the filter total
             reason = f"evaluation failed ({type(exc).__name__})"
         if reason is not None:
-            return DroppedSkill(skill, skill_label(skill), skill_id(skill), index, predicate, reason)
+            return DroppedSkill(skill, skill_label(skill), skill_id(skill), index, shown(entry), reason)
     return None
 
 

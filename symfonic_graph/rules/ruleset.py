@@ -19,37 +19,29 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
 from symfonic_graph.rules._messages import History
 from symfonic_graph.rules.preconditions import (
+    CONDITIONS,
     DroppedSkill,
-    _metadata,
-    action_tool_of,
     any_requirement_met,
-    entries_of,
-    predicate_failure,
+    condition_failure,
     resolve_path,
-    skill_id,
-    skill_label,
-    state_predicates,
+    shown,
     tool_requirement_met,
 )
 from symfonic_graph.shape._intern import shared
 from symfonic_graph.shape.contributions import PluginContribution
-from symfonic_graph.shape.models import Skill
-from symfonic_graph.shape.readings import predicate_problem
+from symfonic_graph.shape.models import Skill, guarded_tool, skill_of
 from symfonic_graph.shape.records import (
-    TOOL_NAME_RULE,
     AnyPrecondition,
-    StatePrecondition,
     ToolPrecondition,
     UnreadablePrecondition,
     action_tool_problem,
     bare_identifier,
-    tool_name_problem,
 )
 
 __all__ = ["PackedSkill", "Rule", "RuleSet", "SkillCheck", "requirement_phrase", "rules_of"]
@@ -124,7 +116,8 @@ class Rule:
             that cannot be enforced as written (a tool entry naming no tool, a misconfigured state
             predicate) is an unreadable one: never met, so the skill keeps blocking its action.
         required: every tool name the requirements mention, in order, without repeats.
-        predicates: the well-formed state predicates deciding whether the skill applies.
+        predicates: the well-formed conditions deciding whether the skill applies (``StatePrecondition``
+            records, and those of any condition kind registered with its evaluator), in entry order.
         shadow: reported, never blocking (``enforcement = "shadow"``).
         problems: what an operator must fix that does not block (an ``action_tool`` that is no
             tool name, so ``steps[0]`` or nothing is guarded instead); ``lint`` reports them.
@@ -152,7 +145,7 @@ class Rule:
         if failing is None:
             return None
         index, reason = failing
-        return DroppedSkill(None, self.label, self.skill_id, index, self.predicates[index], reason, rule=self)
+        return DroppedSkill(None, self.label, self.skill_id, index, shown(self.predicates[index]), reason, rule=self)
 
     def applies(self, state: object) -> bool:
         """True when every state predicate holds in ``state`` (``failure`` without building its report)."""
@@ -161,7 +154,7 @@ class Rule:
     def _failing(self, state: object) -> tuple[int, str] | None:
         for index, predicate in enumerate(self.predicates):
             try:
-                reason = predicate_failure(predicate, state)
+                reason = condition_failure(predicate, state)
             except Exception as exc:  # defensive, keeps the filter total
                 reason = f"evaluation failed ({type(exc).__name__})"
             if reason is not None:
@@ -190,85 +183,57 @@ class Rule:
                           tuple(missing), tuple(failed), tuple(unreadable), self.shadow)
 
 
-class _Read:
-    """A skill's ``id`` and ``metadata`` read once (``Skill.metadata`` builds a new dict per access)."""
+def _compiled(entries: Iterable[Any], action: str | None) -> tuple[tuple[Requirement, ...], tuple[Any, ...]]:
+    """What the gate enforces before ``action``, and the conditions deciding whether the skill applies.
 
-    __slots__ = ("id", "metadata", "preconditions")
-
-    def __init__(self, skill: Any) -> None:
-        self.id = skill.get("id") if isinstance(skill, Mapping) else getattr(skill, "id", None)
-        self.metadata = _metadata(skill)
-        self.preconditions = entries_of(skill)
-
-
-def _requirements(entries: Iterable[Any], action: str) -> tuple[Requirement, ...]:
-    """What the gate enforces before ``action``; an entry that cannot be enforced as written blocks."""
+    An entry that cannot be enforced as written (a tool entry naming no tool, a group without one, a
+    misconfigured state predicate, a condition kind without an evaluator) is an unreadable requirement:
+    never met, so the skill keeps blocking its action.
+    """
     out: list[Requirement] = []
+    conditions: list[Any] = []
     for entry in entries:
+        role, blocking = type(entry).role, entry.blocking()
         req: Requirement | None = None
-        if isinstance(entry, ToolPrecondition):
+        if blocking is not None:
+            req = entry if isinstance(entry, UnreadablePrecondition) else UnreadablePrecondition(reason=blocking)
+        elif role == "condition":
+            if entry.kind in CONDITIONS:
+                conditions.append(entry)
+            else:
+                req = UnreadablePrecondition(reason=f"kind {entry.kind!r} has no evaluator")
+        elif isinstance(entry, ToolPrecondition):
             name = entry.name
-            if name is None:
-                req = UnreadablePrecondition(reason=f"tool: {tool_name_problem(entry.tool)}")
-            elif name != action:  # a rule naming its own action could never be met
+            if name != action:  # a rule naming its own action could never be met
                 req = entry if name == entry.tool else entry.model_copy(update={"tool": name})
         elif isinstance(entry, AnyPrecondition):
             names = tuple(n for n in entry.names if n != action)
-            if not entry.names:
-                req = UnreadablePrecondition(reason=f"tools: {list(entry.tools)!r} holds no tool name "
-                                                    f"({TOOL_NAME_RULE})")
-            elif names:
+            if names:
                 req = AnyPrecondition(tools=names)
-        elif isinstance(entry, StatePrecondition):
-            problem = predicate_problem(entry.predicate())
-            if problem is not None:
-                req = UnreadablePrecondition(reason=f"a misconfigured state predicate ({problem})")
-        elif isinstance(entry, UnreadablePrecondition):
-            req = entry
-        if req is not None and req not in out:
+        if req is not None and action is not None and req not in out:
             out.append(req)
-    return tuple(out)
-
-
-def _well_formed(predicates: Iterable[Any]) -> tuple[Any, ...]:
-    """The predicates that decide whether a skill applies (a misconfigured one blocks instead)."""
-    return tuple(p for p in predicates if predicate_problem(p) is None)
+    return tuple(out), tuple(conditions)
 
 
 def _rule(skill: Any, *, pack: bool = False) -> Rule:
-    """Compile one skill; ``pack`` holds a read ``Skill`` packed, with equal values shared."""
-    if isinstance(skill, Skill):
-        return _typed_rule(skill, pack=pack)
-    read = _Read(skill)
-    action = action_tool_of(read)
-    requirements = _requirements(read.preconditions, action) if action is not None else ()
-    predicates = _well_formed(state_predicates(skill))
-    shadow = read.metadata.get("enforcement") == "shadow" or getattr(skill, "enforcement", None) == "shadow"
-    problem = action_tool_problem(read.metadata.get("action_tool"))
-    return Rule(skill, action, _names(requirements), predicates, skill_label(read), skill_id(read), requirements,
-                shadow, () if problem is None else (problem,))
-
-
-def _typed_rule(skill: Skill, *, pack: bool) -> Rule:
-    """``_rule`` read straight from the typed fields (what ``metadata`` would say, without building it)."""
-    action = bare_identifier(skill.action_tool)
-    if action is None and skill.steps:
-        action = bare_identifier(skill.steps[0])
-    source: Skill | PackedSkill = skill
-    entries = skill.preconditions
-    if pack:
+    """Compile one skill, in any shape (``skill_of``); ``pack`` holds a read ``Skill`` packed, values shared."""
+    typed = skill_of(skill)
+    action = guarded_tool(typed)
+    source: Any = skill
+    entries = typed.preconditions
+    if pack and type(skill) is Skill:
         source = PackedSkill.of(skill)
         entries = source[_PRECONDITIONS]  # shared records: the requirements below share them too
-    requirements = _requirements(entries, action) if action is not None else ()
-    predicates = _well_formed(e.predicate() for e in entries if isinstance(e, StatePrecondition))
-    label = skill.label if skill.label.strip() else None
-    problem = action_tool_problem(skill.action_tool)
+    requirements, conditions = _compiled(entries, action)
+    label = typed.label if isinstance(typed.label, str) and typed.label.strip() else None
+    ident = typed.id if isinstance(typed.id, str) else None
+    problem = action_tool_problem(typed.action_tool)
     problems = () if problem is None else (problem,)
-    if not pack:
-        return Rule(skill, action, _names(requirements), predicates, label, skill.id, requirements, skill.shadow,
+    if type(source) is not PackedSkill:
+        return Rule(source, action, _names(requirements), conditions, label, ident, requirements, typed.shadow,
                     problems)
-    return Rule(source, shared(action), shared(_names(requirements)), shared(predicates),
-                shared(label), skill.id, shared(requirements), skill.shadow, problems)
+    return Rule(source, shared(action), shared(_names(requirements)), shared(conditions),
+                shared(label), ident, shared(requirements), typed.shadow, problems)
 
 
 def _names(requirements: tuple[Requirement, ...]) -> tuple[str, ...]:
@@ -322,11 +287,12 @@ class RuleSet(Sequence[Any]):
     catalog is one RuleSet shared by all its cached scopes.
     """
 
-    __slots__ = ("__weakref__", "_blocks", "_by_tool", "_paths", "rules")
+    __slots__ = ("__weakref__", "_blocks", "_by_tool", "_cacheable", "_paths", "rules")
 
     rules: tuple[Rule, ...]
     _by_tool: dict[str, tuple[Rule, ...]]
     _paths: tuple[str, ...]
+    _cacheable: bool
     _blocks: dict[tuple[bool, Hashable], PluginContribution | None] | None
 
     def __init__(self, skills: Iterable[Any] = (), *, pack: bool = False) -> None:
@@ -352,9 +318,10 @@ class RuleSet(Sequence[Any]):
             if rule.action_tool is not None:
                 by_tool.setdefault(rule.action_tool, []).append(rule)
         self._by_tool = {tool: tuple(each) for tool, each in by_tool.items()}
-        paths = {p["path"] for rule in rules for p in rule.predicates
-                 if isinstance(p, Mapping) and isinstance(p.get("path"), str)}
+        read = [p.state_paths() for rule in rules for p in rule.predicates]
+        paths = {path for each in read if each is not None for path in each}
         self._paths = tuple(sorted(paths)) if paths else ()
+        self._cacheable = None not in read  # a condition reading unknown state: no block is cached
         self._blocks = None
 
     def __len__(self) -> int:
@@ -407,6 +374,8 @@ class RuleSet(Sequence[Any]):
         """
         if state is None:
             return (include_negative, None)
+        if not self._cacheable:
+            return None
         key = (include_negative, ("state", tuple(resolve_path(state, path) for path in self._paths)))
         try:
             hash(key)

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+import math
+from typing import Any, Final
+
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape._limits import MAX_PROPERTY_BYTES, MAX_STEPS
+from symfonic_graph.shape.names import bare_identifier, tool_name_problem
+
+_SCALARS: Final = (str, int, float, bool)
 
 
 def text(field: str, value: object, *, required: bool = True) -> str:
@@ -46,3 +52,49 @@ def bounded(field: str, value: str) -> str:
     if size > MAX_PROPERTY_BYTES:
         raise ValidationError(field, f"is {size} bytes; at most {MAX_PROPERTY_BYTES} (every turn ships it): shorten it")
     return value
+
+
+def bounded_text(field: str, value: object) -> str:
+    return bounded(field, text(field, value))
+
+
+def tool_name(field: str, value: object) -> str:
+    name = bare_identifier(value)
+    if name is None and (isinstance(value, str) or value is None):
+        raise ValidationError(field, f"must be a tool name such as `lookup_order` or `issue-refund`: "
+                                     f"{tool_name_problem(value)}")
+    return bounded_text(field, value).strip()
+
+
+def action_tool_input(field: str, value: object) -> str | None:
+    """A written ``action_tool``: None, or a tool reference (else a ``ValidationError`` naming ``field``).
+
+    Example:
+        >>> action_tool_input("action_tool", "issue-refund")
+        'issue-refund'
+        >>> action_tool_input("action_tool", "issue refund")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        symfonic_graph.errors.ValidationError: action_tool: must be a tool name ... is not a tool name ...
+    """
+    if value is None:
+        return None
+    tool_name(field, value)
+    return str(value)
+
+
+def state_value(field: str, value: object) -> Any:
+    """A value Neo4j stores natively: a finite scalar or a list of scalars of one type."""
+    if isinstance(value, str):
+        return bounded_text(field, value) if value else value
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValidationError(field, f"must be a finite number, got {value!r}")
+    if isinstance(value, _SCALARS):
+        return value
+    if isinstance(value, (list, tuple)):
+        kinds = {bool if isinstance(v, bool) else type(v) for v in value}
+        if not all(isinstance(v, _SCALARS) for v in value) or len(kinds) > 1:
+            raise ValidationError(field, "a list value must hold scalars of one type (str, int, float or bool)")
+        return [state_value(f"{field}[{i}]", v) for i, v in enumerate(value)]
+    raise ValidationError(
+        field, f"must be a str, int, float, bool or a list of one of them, got {type(value).__name__}")

@@ -16,12 +16,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
-from symfonic_graph.shape.readings import node_problem, precondition_from_node
+from symfonic_graph.shape.names import bare_identifier
+from symfonic_graph.shape.readings import node_problem, precondition_from_item, precondition_from_node
 from symfonic_graph.shape.records import STATE_OPS, Precondition, action_tool_problem, precondition_item
 
 log = logging.getLogger("symfonic_graph.models")
 
-__all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "read_skill", "read_skills"]
+__all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "guarded_tool", "read_skill", "read_skills",
+           "skill_of"]
 
 SKILL_STATUSES = frozenset({"approved", "draft", "rejected"})
 ENFORCEMENTS = frozenset({"enforce", "shadow"})
@@ -114,6 +116,58 @@ class Skill(BaseModel):
             "precondition": None if self.precondition is None else list(self.precondition),
             "enforcement": self.enforcement,
         }
+
+
+def guarded_tool(skill: Skill) -> str | None:
+    """The tool a skill guards: ``action_tool`` if it names one, else ``steps[0]`` if that does."""
+    action = bare_identifier(skill.action_tool)
+    if action is None and skill.steps:
+        action = bare_identifier(skill.steps[0])
+    return action
+
+
+def _metadata(skill: object) -> Mapping[str, Any]:
+    meta = skill.get("metadata") if isinstance(skill, Mapping) else getattr(skill, "metadata", None)
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def skill_of(skill: object) -> Skill:
+    """Any skill the gate accepts, as the typed :class:`Skill`: the one adapter at the edge.
+
+    A ``Skill`` is itself. Anything else is duck-typed: an object with a
+    ``metadata`` mapping (or a mapping holding one) and an optional ``id``;
+    its ``metadata["precondition"]`` items are read leniently, failing closed.
+    Fields the metadata does not give take neutral values (no tenant).
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> typed = skill_of(SimpleNamespace(id="s1", metadata={"action_tool": "deploy", "precondition": "test"}))
+        >>> typed.id, guarded_tool(typed), [e.kind for e in typed.preconditions]
+        ('s1', 'deploy', ['tool'])
+    """
+    if isinstance(skill, Skill):
+        return skill
+    meta = _metadata(skill)
+    ident: Any = skill.get("id") if isinstance(skill, Mapping) else getattr(skill, "id", None)
+    if not isinstance(ident, str):
+        ident = meta.get("id")
+    typed = getattr(skill, "preconditions", None)
+    if isinstance(typed, tuple) and all(isinstance(e, BaseModel) for e in typed):
+        entries: tuple[Any, ...] = typed
+    else:
+        raw = meta.get("precondition")
+        items = [raw] if isinstance(raw, (str, Mapping)) else list(raw) if isinstance(raw, Sequence) else []
+        entries = tuple(e for e in map(precondition_from_item, items) if e is not None)
+    steps, label, enforcement = meta.get("steps"), meta.get("label"), meta.get("enforcement")
+    if getattr(skill, "enforcement", None) == "shadow":
+        enforcement = "shadow"
+    return Skill.model_construct(  # the duck-typed values as given: the compiled rule reports what is wrong
+        id=ident if isinstance(ident, str) else None, tenant_id="", namespace=None,  # type: ignore[arg-type]
+        label=label if isinstance(label, str) else "", identifier=meta.get("identifier"),
+        steps=tuple(steps) if isinstance(steps, Sequence) and not isinstance(steps, str) else (),
+        action_tool=meta.get("action_tool"), context=meta.get("context") or "", status=meta.get("status") or "",
+        active=True, source=meta.get("source"), created_at=None, preconditions=entries, enforcement=enforcement,
+        retracted=False, staged=False)
 
 
 class Trigger(BaseModel):

@@ -15,19 +15,13 @@ A skill's preconditions are a list of typed entries, told apart by ``kind``:
   entry whose name is no tool name). It is never satisfied, so its skill keeps
   blocking (fails closed), and it says why.
 
-**A tool name** is 1 to 128 ASCII letters, digits, ``_``, ``-`` or ``.``: every
-name OpenAI (``^[a-zA-Z0-9_-]{1,64}$``), Anthropic (``^[a-zA-Z0-9_-]{1,128}$``)
-and MCP (1-128 of letters, digits, ``_``, ``-``, ``.``) accept. A *tool
-reference* is a tool name, optionally followed by an argument list that is
-ignored (``get_status(brand_id=<x>)`` names ``get_status``). Every path reads
-names with :func:`bare_identifier` (references) and :func:`is_tool_name`
-(exact names): writes, graph nodes, metadata, the gate, pre-flight and lint.
+Tool names are read by ``names.py`` (1 to 128 ASCII letters, digits, ``_``, ``-`` or ``.``).
 
-Every path builds entries here: writes and seed files (:func:`precondition_from_input`,
-strict, errors name the field), graph reads (:func:`precondition_from_node`, lenient,
-never raises) and duck-typed ``metadata`` (:func:`precondition_from_item`); the two lenient
-readings live in ``readings.py``. Adding a kind is adding a class to the union and a branch to
-each of those three functions.
+**A kind is one class.** Each kind is an ``_Entry`` subclass registered with :func:`register_kind`:
+it reads strict write input, stores its node properties, reads a node and a metadata item back
+leniently (failing closed), and says why it cannot be enforced. Every path dispatches on ``KINDS``
+(writes and seed files: :func:`precondition_from_input`; graph reads and ``metadata``: ``readings.py``);
+a ``"condition"`` kind's evaluator is registered beside it in ``rules.preconditions``.
 
 Example:
     >>> precondition_from_input({"tool": "lookup_order", "same_args": ["order_id"]}, "precondition[0]")
@@ -38,16 +32,26 @@ Example:
 
 from __future__ import annotations
 
-import math
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, Final, Literal
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, ClassVar, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import MAX_PRECONDITIONS
+from symfonic_graph.shape._validate import action_tool_input, state_value
+from symfonic_graph.shape._validate import bounded_text as _text
+from symfonic_graph.shape._validate import tool_name as _tool_name
+from symfonic_graph.shape.names import (
+    MAX_TOOL_NAME,
+    TOOL_NAME_RULE,
+    action_tool_problem,
+    bare_identifier,
+    is_tool_name,
+    tool_name_problem,
+)
 
 __all__ = [
     "AnyPrecondition",
@@ -56,95 +60,104 @@ __all__ = [
     "TextPrecondition",
     "ToolPrecondition",
     "UnreadablePrecondition",
+    "KINDS",
+    "MAX_TOOL_NAME",
+    "NODE_COLUMNS",
+    "action_tool_input",
+    "action_tool_problem",
     "bare_identifier",
     "is_tool_name",
     "precondition_from_input",
     "precondition_item",
     "precondition_node",
     "precondition_nodes",
+    "preconditions_from_input",
+    "register_kind",
+    "state_value",
+    "tool_name_problem",
+    "unregister_kind",
 ]
 
 STATE_OPS: Final = frozenset({"eq", "neq", "in", "exists"})
 """The state-predicate operators; a predicate with any other ``op`` is misconfigured (its skill blocks)."""
 WITHIN: Final = ("conversation", "user_turn")
-MAX_TOOL_NAME: Final = 128
-TOOL_NAME_RULE: Final = (
-    "a tool name is 1 to 128 ASCII letters, digits, '_', '-' or '.' (what OpenAI, Anthropic and MCP accept)")
-"""The accepted character set, as every error and report states it."""
-_TOOL_NAME: Final = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
-_TOOL_REFERENCE: Final = re.compile(r"([A-Za-z0-9_.\-]{1,128})\s*(\(.*\))?")
 ARG_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-_SCALARS: Final = (str, int, float, bool)
-
-
-def is_tool_name(value: object) -> bool:
-    """True iff ``value`` is exactly a tool name (no blanks, no argument list).
-
-    Example:
-        >>> is_tool_name("issue-refund"), is_tool_name("mcp.orders.lookup"), is_tool_name("issue refund")
-        (True, True, False)
-    """
-    return isinstance(value, str) and _TOOL_NAME.fullmatch(value) is not None
-
-
-def bare_identifier(value: object) -> str | None:
-    """The tool name of a tool reference (a name, optionally with an argument list), else None.
-
-    Surrounding blanks are ignored. Anything with another character (a space,
-    a comma, a non-ASCII letter) or a name over 128 characters is no reference.
-
-    Example:
-        >>> bare_identifier("  get_status(brand_id=<x>) ")
-        'get_status'
-        >>> bare_identifier("issue-refund"), bare_identifier("mcp.orders.lookup(id=1)")
-        ('issue-refund', 'mcp.orders.lookup')
-        >>> bare_identifier("Check the status first.") is None
-        True
-    """
-    if not isinstance(value, str):
-        return None
-    match = _TOOL_REFERENCE.fullmatch(value.strip())
-    return match.group(1) if match else None
-
-
-def tool_name_problem(value: object) -> str:
-    """Why ``value`` is no tool reference, in the words every error and report uses.
-
-    Example:
-        >>> tool_name_problem("issue refund")[:40]
-        "'issue refund' is not a tool name (a too"
-    """
-    shown = repr(value) if not isinstance(value, str) or len(value) <= 80 else f"{value[:60]!r}... ({len(value)} chars)"
-    return f"{shown} is not a tool name ({TOOL_NAME_RULE})"
-
-
-def action_tool_problem(action_tool: object) -> str | None:
-    """What a reader should know about a skill's ``action_tool`` property, or None when it names a tool.
-
-    A blank or absent ``action_tool`` is no problem (``steps[0]`` is the guarded
-    tool). Anything else that is no tool reference is reported: the gate then
-    guards ``steps[0]`` when that is a tool name, else nothing.
-
-    Example:
-        >>> action_tool_problem("issue-refund") is None, action_tool_problem(None) is None
-        (True, True)
-        >>> action_tool_problem("issue refund").startswith("action_tool: 'issue refund' is not a tool name")
-        True
-    """
-    if action_tool is None or (isinstance(action_tool, str) and not action_tool.strip()):
-        return None
-    if bare_identifier(action_tool) is not None:
-        return None
-    return f"action_tool: {tool_name_problem(action_tool)}: the gate guards steps[0] instead, if it is a tool name"
 
 
 class _Entry(BaseModel):
+    """One precondition kind: its record, and everything a kind does with its shape, in one class.
+
+    A kind is one subclass registered with :func:`register_kind`. Every path
+    dispatches on the registry, never on a list of kinds:
+
+    * ``from_input(item, field)``: the strict reading of write input (errors name ``field``);
+    * ``node()``: the ``:Precondition`` node properties a write stores (a subset of ``NODE_COLUMNS``);
+    * ``from_node(props)``: the lenient reading of a graph node (never raises; unreadable fails closed);
+    * ``from_item(value)``: the lenient reading of a duck-typed ``metadata`` item (``{item_key: value}``);
+    * ``item(typed)``: the ``metadata["precondition"]`` item (what ``from_item`` reads back);
+    * ``blocking()``: why the record cannot be enforced as written (its skill then blocks), else None;
+    * ``role``: ``"requirement"`` (met by earlier calls), ``"condition"`` (decides whether the
+      skill applies, evaluated by the evaluator registered in ``rules.preconditions``), ``"advice"``.
+    """
+
     model_config = ConfigDict(frozen=True)
+
+    role: ClassVar[str] = "condition"
+    item_key: ClassVar[str] = ""
+    """The key naming the kind in input and metadata shorthand (``{"tool": ...}``); the kind name by default."""
+    writable: ClassVar[bool] = True
+
+    @classmethod
+    def from_input(cls, item: Mapping[str, Any], field: str) -> Precondition:
+        """The strict reading (default: ``{item_key: {fields}}`` by the model, its first error naming the field)."""
+        value = item.get(cls.item_key)
+        try:
+            return cls.model_validate(value if isinstance(value, Mapping) else {})  # type: ignore[return-value]
+        except PydanticValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            raise ValidationError(".".join([f"{field}.{cls.item_key}", *map(str, first["loc"])]),
+                                  first["msg"]) from None
+
+    @classmethod
+    def from_node(cls, props: Mapping[str, Any]) -> Precondition:
+        """The lenient reading of a node (default: the model's validation, else unreadable)."""
+        try:
+            return cls.model_validate({k: props.get(k) for k in cls.model_fields if k != "kind"
+                                       and props.get(k) is not None})  # type: ignore[return-value]
+        except PydanticValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            return UnreadablePrecondition(reason=f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
+        """The lenient reading of a metadata item holding ``item_key`` (default: its value read as a node)."""
+        value = item[cls.item_key]
+        if not isinstance(value, Mapping):
+            return UnreadablePrecondition(reason=f"{cls.item_key}: {value!r} is not a mapping")
+        return cls.from_node(value)
+
+    def node(self) -> dict[str, Any]:
+        """The node properties of this record (default: its fields)."""
+        return self.model_dump(exclude={"kind"})
+
+    def item(self, typed: bool = False) -> Any:
+        """The ``metadata["precondition"]`` item of this record (default: ``{item_key: fields}``)."""
+        return {type(self).item_key: self.model_dump(exclude={"kind"})}
+
+    def blocking(self) -> str | None:
+        """Why this record cannot be enforced as written (its skill keeps blocking), or None."""
+        return None
+
+    def state_paths(self) -> tuple[str, ...] | None:
+        """The state paths a condition reads (None: unknown, so a pre-flight block is not cached)."""
+        return None
 
 
 class ToolPrecondition(_Entry):
     """Call ``tool`` before the action; optionally with the same arguments, or in this user turn."""
 
+    role: ClassVar[str] = "requirement"
+    item_key: ClassVar[str] = "tool"
     kind: Literal["tool"] = "tool"
     tool: str
     same_args: tuple[str, ...] = ()
@@ -155,10 +168,63 @@ class ToolPrecondition(_Entry):
         """The tool's bare identifier, or None when ``tool`` is not one (then nothing is enforced)."""
         return bare_identifier(self.tool)
 
+    @classmethod
+    def from_input(cls, item: Mapping[str, Any], field: str) -> ToolPrecondition:
+        _keys(field, item, {"kind", "tool", "same_args", "within"})
+        tool = _tool_name(f"{field}.tool", item.get("tool"))
+        same = item.get("same_args", ())
+        if same is None:
+            same = ()
+        if isinstance(same, str) or not isinstance(same, (list, tuple)):
+            raise ValidationError(f"{field}.same_args", "must be a list of argument names")
+        for i, name in enumerate(same):
+            if not isinstance(name, str) or not ARG_NAME.match(name):
+                raise ValidationError(f"{field}.same_args[{i}]", f"must be an argument name, got {name!r}")
+        within = item.get("within", "conversation")
+        if within is None:
+            within = "conversation"
+        if within not in WITHIN:
+            raise ValidationError(f"{field}.within", f"must be one of {list(WITHIN)}, got {within!r}")
+        return cls(tool=tool, same_args=tuple(dict.fromkeys(same)), within=within)
+
+    @classmethod
+    def from_node(cls, props: Mapping[str, Any]) -> Precondition:
+        tool, same, within = props.get("tool"), _names(props.get("same_args")), props.get("within")
+        if not isinstance(tool, str) or bare_identifier(tool) is None:
+            return UnreadablePrecondition(reason=f"tool: {tool_name_problem(tool)}")
+        if same is None or not all(ARG_NAME.match(n) for n in same):
+            return UnreadablePrecondition(reason=f"same_args: {props.get('same_args')!r} is not a list of names")
+        if within is not None and within not in WITHIN:
+            return UnreadablePrecondition(reason=f"within: {within!r} is not one of {list(WITHIN)}")
+        return cls(tool=tool.strip(), same_args=same, within=within or "conversation")
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
+        return cls.from_node(item)  # {"tool": T, "same_args"?, "within"?} reads as the node does
+
+    def node(self) -> dict[str, Any]:
+        return {"tool": self.tool, "same_args": list(self.same_args) or None,
+                "within": None if self.within == "conversation" else self.within}
+
+    def item(self, typed: bool = False) -> Any:
+        if not self.same_args and self.within == "conversation":
+            return {"tool": self.tool} if typed else self.tool
+        out: dict[str, Any] = {"tool": self.tool}
+        if self.same_args:
+            out["same_args"] = list(self.same_args)
+        if self.within != "conversation":
+            out["within"] = self.within
+        return out
+
+    def blocking(self) -> str | None:
+        return None if self.name is not None else f"tool: {tool_name_problem(self.tool)}"
+
 
 class AnyPrecondition(_Entry):
     """Call any one of ``tools`` before the action."""
 
+    role: ClassVar[str] = "requirement"
+    item_key: ClassVar[str] = "any"
     kind: Literal["any"] = "any"
     tools: tuple[str, ...]
 
@@ -166,6 +232,42 @@ class AnyPrecondition(_Entry):
     def names(self) -> tuple[str, ...]:
         """The bare identifiers among ``tools``, without repeats (empty: contributes nothing)."""
         return tuple(dict.fromkeys(n for n in map(bare_identifier, self.tools) if n is not None))
+
+    @classmethod
+    def from_input(cls, item: Mapping[str, Any], field: str) -> AnyPrecondition:
+        _keys(field, item, {"kind", "any", "tools"})
+        tools = item.get("any", item.get("tools"))
+        if isinstance(tools, str) or not isinstance(tools, (list, tuple)) or not tools:
+            raise ValidationError(f"{field}.any", "must be a non-empty list of tool names")
+        return cls(tools=tuple(_tool_name(f"{field}.any[{i}]", t) for i, t in enumerate(tools)))
+
+    @classmethod
+    def from_node(cls, props: Mapping[str, Any]) -> Precondition:
+        return cls._group(props.get("tools"), "tools")
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
+        return cls._group(item["any"], "any")
+
+    @classmethod
+    def _group(cls, value: object, field: str) -> Precondition:
+        """A read group: unreadable (blocking) unless it is a list of strings holding a tool name."""
+        tools = _names(value)
+        if not tools:
+            return UnreadablePrecondition(reason=f"{field}: {value!r} is not a non-empty list of tool names")
+        entry = cls(tools=tools)
+        if not entry.names:
+            return UnreadablePrecondition(reason=f"{field}: {list(tools)!r} holds no tool name ({TOOL_NAME_RULE})")
+        return entry
+
+    def node(self) -> dict[str, Any]:
+        return {"tools": list(self.tools)}
+
+    def item(self, typed: bool = False) -> Any:
+        return {"any": list(self.tools)}
+
+    def blocking(self) -> str | None:
+        return None if self.names else f"tools: {list(self.tools)!r} holds no tool name ({TOOL_NAME_RULE})"
 
 
 class StatePrecondition(_Entry):
@@ -175,6 +277,7 @@ class StatePrecondition(_Entry):
     predicate never holds, so it fails closed.
     """
 
+    item_key: ClassVar[str] = "state"
     kind: Literal["state"] = "state"
     path: Any = None
     op: Any = None
@@ -183,7 +286,7 @@ class StatePrecondition(_Entry):
     if_missing: Literal["apply"] | None = None
 
     def predicate(self) -> dict[str, Any]:
-        """The ``{"path", "op", "value"?, "if_missing"?}`` mapping of the metadata view."""
+        """The ``{"path", "op", "value"?, "if_missing"?}`` mapping of the metadata view (and of reports)."""
         out: dict[str, Any] = {"path": self.path, "op": self.op}
         if self.has_value and self.op != "exists":
             out["value"] = self.value
@@ -191,58 +294,168 @@ class StatePrecondition(_Entry):
             out["if_missing"] = self.if_missing
         return out
 
+    @classmethod
+    def from_input(cls, item: Mapping[str, Any], field: str) -> StatePrecondition:
+        if "state" in item:
+            _keys(field, item, {"kind", "state"})
+            return _state_input(f"{field}.state", item["state"])
+        return _state_input(field, {k: v for k, v in item.items() if k != "kind"})
+
+    @classmethod
+    def from_node(cls, props: Mapping[str, Any]) -> Precondition:
+        return cls(path=props.get("path"), op=props.get("op"), value=props.get("value"),
+                   has_value=props.get("value") is not None,
+                   if_missing="apply" if props.get("if_missing") == "apply" else None)
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Precondition:
+        value = item["state"]
+        if not isinstance(value, Mapping):
+            return UnreadablePrecondition(reason=f"state: {value!r} is not a mapping {{path, op, value}}")
+        return cls(path=value.get("path"), op=value.get("op"), value=value.get("value"),
+                   has_value="value" in value, if_missing="apply" if value.get("if_missing") == "apply" else None)
+
+    def node(self) -> dict[str, Any]:
+        return {"path": self.path, "op": self.op, "if_missing": self.if_missing,
+                "value": self.value if self.has_value and self.op != "exists" else None}
+
+    def item(self, typed: bool = False) -> Any:
+        return {"state": self.predicate()}
+
+    def problem(self) -> str | None:
+        """Why this predicate is misconfigured (it can never be evaluated), or None."""
+        path, op = self.path, self.op
+        if not isinstance(path, str) or not path or any(not seg for seg in path.split(".")):
+            return f"path: {path!r} is not a dot path of non-empty segments"
+        if not isinstance(op, str) or op not in STATE_OPS:
+            return f"op: unknown op {op!r}"
+        if op != "exists" and not self.has_value:
+            return f"value: op {op!r} needs a value"
+        if op == "in" and not isinstance(self.value, (list, tuple, set, frozenset)):
+            return "value: op 'in' needs a list value"
+        return None
+
+    def blocking(self) -> str | None:
+        problem = self.problem()
+        return None if problem is None else f"a misconfigured state predicate ({problem})"
+
+    def state_paths(self) -> tuple[str, ...] | None:
+        return (self.path,) if isinstance(self.path, str) else ()
+
 
 class TextPrecondition(_Entry):
     """Advisory free text: shown to nobody by the gate, never enforced."""
 
+    role: ClassVar[str] = "advice"
+    item_key: ClassVar[str] = "text"
     kind: Literal["text"] = "text"
     text: str
+
+    @classmethod
+    def from_input(cls, item: Mapping[str, Any], field: str) -> TextPrecondition:
+        _keys(field, item, {"kind", "text"})
+        return cls(text=_text(f"{field}.text", item.get("text")))
+
+    @classmethod
+    def from_node(cls, props: Mapping[str, Any]) -> Precondition:
+        text = props.get("text")
+        return cls(text=text if isinstance(text, str) else "")
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
+        return cls(text=item["text"]) if isinstance(item["text"], str) else None
+
+    def node(self) -> dict[str, Any]:
+        return {"text": self.text}
+
+    def item(self, typed: bool = False) -> Any:
+        return {"text": self.text} if typed else self.text
 
 
 class UnreadablePrecondition(_Entry):
     """A graph node that could not be read: never satisfied, so its skill keeps blocking."""
 
+    role: ClassVar[str] = "requirement"
+    item_key: ClassVar[str] = "unreadable"
+    writable: ClassVar[bool] = False
     kind: Literal["unreadable"] = "unreadable"
     reason: str
+
+    @classmethod
+    def from_input(cls, item: Mapping[str, Any], field: str) -> Precondition:
+        raise ValidationError(field, f"cannot write an unreadable precondition ({item.get('reason')})")
+
+    @classmethod
+    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
+        return cls(reason=str(item["unreadable"]))
+
+    def node(self) -> dict[str, Any]:
+        return {}
+
+    def item(self, typed: bool = False) -> Any:
+        return {"unreadable": self.reason}
+
+    def blocking(self) -> str | None:
+        return self.reason
 
 
 Precondition = Annotated[
     ToolPrecondition | AnyPrecondition | StatePrecondition | TextPrecondition | UnreadablePrecondition,
     Field(discriminator="kind"),
 ]
-"""One precondition entry of a skill."""
+"""One precondition entry of a skill: a record of one registered kind (the built-in ones are listed;
+a kind registered later is an ``_Entry`` subclass the same way)."""
+
+NODE_COLUMNS: Final = ("tool", "same_args", "within", "tools", "path", "op", "value", "if_missing", "text")
+"""The properties of a ``:Precondition`` node (besides ``kind`` and ``position``): every write stores, and
+every read projects, exactly these; a kind keeps its content in them."""
+
+KINDS: dict[str, type[_Entry]] = {}
+"""Every precondition kind by name, in registration order (the order metadata shorthand keys are tried)."""
+
+
+def register_kind(model: type[_Entry]) -> type[_Entry]:
+    """Register a precondition kind (an ``_Entry`` subclass with a ``kind`` literal); returns it.
+
+    Its node properties must be among ``NODE_COLUMNS`` (the graph stores no other).
+    An evaluator for a ``"condition"`` kind is registered beside it with
+    ``rules.preconditions.register_precondition``, which calls this.
+    """
+    kind = model.model_fields["kind"].default
+    if not isinstance(kind, str) or not kind:
+        raise TypeError(f"{model.__name__} needs a `kind` field with a string default")
+    if model.role not in ("requirement", "condition", "advice"):
+        raise TypeError(f"{model.__name__}.role must be requirement, condition or advice")
+    if not model.item_key:
+        model.item_key = kind
+    KINDS[kind] = model
+    return model
+
+
+def unregister_kind(kind: str) -> None:
+    """Forget a kind registered with :func:`register_kind` (tests); the built-in ones stay."""
+    if kind not in _BUILT_IN:
+        KINDS.pop(kind, None)
+
+
+for _model in (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition, UnreadablePrecondition):
+    register_kind(_model)
+_BUILT_IN: Final = frozenset(KINDS)
+
+
+def _writable() -> list[str]:
+    return [kind for kind, model in KINDS.items() if model.writable]
+
+
+def _names(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return ()
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        return None
+    return tuple(value) if all(isinstance(v, str) for v in value) else None
 
 
 # --- writes: strict, every error names its field ------------------------------------
-
-
-def _text(field: str, value: object) -> str:
-    return v.bounded(field, v.text(field, value))
-
-
-def _tool_name(field: str, value: object) -> str:
-    name = bare_identifier(value)
-    if name is None and (isinstance(value, str) or value is None):
-        raise ValidationError(field, f"must be a tool name such as `lookup_order` or `issue-refund`: "
-                                     f"{tool_name_problem(value)}")
-    return _text(field, value).strip()
-
-
-def action_tool_input(field: str, value: object) -> str | None:
-    """A written ``action_tool``: None, or a tool reference (else a ``ValidationError`` naming ``field``).
-
-    Example:
-        >>> action_tool_input("action_tool", "issue-refund")
-        'issue-refund'
-        >>> action_tool_input("action_tool", "issue refund")  # doctest: +ELLIPSIS
-        Traceback (most recent call last):
-        ...
-        symfonic_graph.errors.ValidationError: action_tool: must be a tool name ... is not a tool name ...
-    """
-    if value is None:
-        return None
-    _tool_name(field, value)
-    return str(value)
 
 
 def string_entry(item: str, field: str | None) -> ToolPrecondition | TextPrecondition:
@@ -259,54 +472,10 @@ def string_entry(item: str, field: str | None) -> ToolPrecondition | TextPrecond
     return ToolPrecondition(tool=item.strip())
 
 
-def state_value(field: str, value: object) -> Any:
-    """A value Neo4j stores natively: a finite scalar or a list of scalars of one type."""
-    if isinstance(value, str):
-        return _text(field, value) if value else value
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ValidationError(field, f"must be a finite number, got {value!r}")
-    if isinstance(value, _SCALARS):
-        return value
-    if isinstance(value, (list, tuple)):
-        kinds = {bool if isinstance(v, bool) else type(v) for v in value}
-        if not all(isinstance(v, _SCALARS) for v in value) or len(kinds) > 1:
-            raise ValidationError(field, "a list value must hold scalars of one type (str, int, float or bool)")
-        return [state_value(f"{field}[{i}]", v) for i, v in enumerate(value)]
-    raise ValidationError(
-        field, f"must be a str, int, float, bool or a list of one of them, got {type(value).__name__}")
-
-
 def _keys(field: str, item: Mapping[str, Any], allowed: set[str]) -> None:
     extra = sorted(str(k) for k in set(item) - allowed)
     if extra:
         raise ValidationError(field, f"unknown keys {extra} (allowed: {sorted(allowed)})")
-
-
-def _tool_input(field: str, item: Mapping[str, Any]) -> ToolPrecondition:
-    _keys(field, item, {"kind", "tool", "same_args", "within"})
-    tool = _tool_name(f"{field}.tool", item.get("tool"))
-    same = item.get("same_args", ())
-    if same is None:
-        same = ()
-    if isinstance(same, str) or not isinstance(same, (list, tuple)):
-        raise ValidationError(f"{field}.same_args", "must be a list of argument names")
-    for i, name in enumerate(same):
-        if not isinstance(name, str) or not ARG_NAME.match(name):
-            raise ValidationError(f"{field}.same_args[{i}]", f"must be an argument name, got {name!r}")
-    within = item.get("within", "conversation")
-    if within is None:
-        within = "conversation"
-    if within not in WITHIN:
-        raise ValidationError(f"{field}.within", f"must be one of {list(WITHIN)}, got {within!r}")
-    return ToolPrecondition(tool=tool, same_args=tuple(dict.fromkeys(same)), within=within)
-
-
-def _any_input(field: str, item: Mapping[str, Any]) -> AnyPrecondition:
-    _keys(field, item, {"kind", "any", "tools"})
-    tools = item.get("any", item.get("tools"))
-    if isinstance(tools, str) or not isinstance(tools, (list, tuple)) or not tools:
-        raise ValidationError(f"{field}.any", "must be a non-empty list of tool names")
-    return AnyPrecondition(tools=tuple(_tool_name(f"{field}.any[{i}]", t) for i, t in enumerate(tools)))
 
 
 def _state_input(field: str, state: object) -> StatePrecondition:
@@ -341,41 +510,39 @@ def precondition_from_input(item: object, field: str) -> Precondition:
     anything else, e.g. with a space, advisory text; a reference ending in ``.``
     is refused as ambiguous); ``{"tool": T, "same_args"?, "within"?}``;
     ``{"any": [T, ...]}``; ``{"state": {path, op, value?, if_missing?}}``;
-    ``{"text": "..."}``; or any of them with an explicit ``"kind"``.
+    ``{"text": "..."}``; any of them with an explicit ``"kind"``; or the
+    shorthand of a registered kind. The kind's own ``from_input`` decides.
 
     Example:
         >>> precondition_from_input({"any": ["sso_login", "verify_identity"]}, "p[0]").names
         ('sso_login', 'verify_identity')
     """
-    if isinstance(item, (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition)):
-        return precondition_from_input(precondition_item(item, typed=True), field)
-    if isinstance(item, UnreadablePrecondition):
-        raise ValidationError(field, f"cannot write an unreadable precondition ({item.reason})")
+    if isinstance(item, _Entry):
+        if not type(item).writable:
+            return type(item).from_input(item.model_dump(), field)
+        return precondition_from_input(item.item(typed=True), field)
     if isinstance(item, str):
         return string_entry(_text(field, item), field)
+    writable = _writable()
     if not isinstance(item, Mapping):
-        raise ValidationError(
-            field, 'must be a string, {"tool": name}, {"any": [names]}, {"state": {path, op, value}} or {"text": ...}'
-        )
+        raise ValidationError(field, "must be a string, " + ", ".join(_SHAPES.get(k, f'{{"{k}": ...}}')
+                                                                      for k in writable[:-1])
+                              + f" or {_SHAPES.get(writable[-1], f'{{{writable[-1]!r}: ...}}')}")
     kind = item.get("kind")
     if kind is None:
-        kinds = [k for k in ("tool", "any", "state", "text") if k in item]
+        kinds = [k for k in writable if KINDS[k].item_key in item]
         if len(kinds) != 1:
-            raise ValidationError(field, 'needs exactly one of the keys "tool", "any", "state", "text" (or a "kind")')
+            keys = ", ".join(f'"{KINDS[k].item_key}"' for k in writable)
+            raise ValidationError(field, f'needs exactly one of the keys {keys} (or a "kind")')
         kind = kinds[0]
-    if kind == "tool":
-        return _tool_input(field, item)
-    if kind == "any":
-        return _any_input(field, item)
-    if kind == "state":
-        if "state" in item:
-            _keys(field, item, {"kind", "state"})
-            return _state_input(f"{field}.state", item["state"])
-        return _state_input(field, {k: v for k, v in item.items() if k != "kind"})
-    if kind == "text":
-        _keys(field, item, {"kind", "text"})
-        return TextPrecondition(text=_text(f"{field}.text", item.get("text")))
-    raise ValidationError(f"{field}.kind", f"must be one of tool, any, state, text; got {kind!r}")
+    model = KINDS.get(kind) if isinstance(kind, str) else None
+    if model is None or not model.writable:
+        raise ValidationError(f"{field}.kind", f"must be one of {', '.join(writable)}; got {kind!r}")
+    return model.from_input(item, field)
+
+
+_SHAPES: Final = {"tool": '{"tool": name}', "any": '{"any": [names]}', "state": '{"state": {path, op, value}}',
+                  "text": '{"text": ...}'}
 
 
 def precondition_nodes(value: object) -> list[dict[str, Any]]:
@@ -385,35 +552,29 @@ def precondition_nodes(value: object) -> list[dict[str, Any]]:
         >>> [row["kind"] for row in precondition_nodes(["auth", "Be kind."])]
         ['tool', 'text']
     """
+    return [precondition_node(entry, i) for i, entry in enumerate(preconditions_from_input(value))]
+
+
+def preconditions_from_input(value: object, field: str = "precondition") -> tuple[Precondition, ...]:
+    """A skill's ``precondition`` argument (None, one entry, or a list) as validated records, in order."""
     if value is None:
-        return []
+        return ()
     if isinstance(value, (list, tuple)):
         if len(value) > MAX_PRECONDITIONS:
-            raise ValidationError(
-                "precondition", f"has {len(value)} entries; a skill takes at most {MAX_PRECONDITIONS}")
-        return [precondition_node(precondition_from_input(item, f"precondition[{i}]"), i)
-                for i, item in enumerate(value)]
+            raise ValidationError(field, f"has {len(value)} entries; a skill takes at most {MAX_PRECONDITIONS}")
+        return tuple(precondition_from_input(item, f"{field}[{i}]") for i, item in enumerate(value))
     if not isinstance(value, (str, Mapping, BaseModel)):
-        raise ValidationError("precondition", f"must be None, a string or a list, got {type(value).__name__}")
-    return [precondition_node(precondition_from_input(value, "precondition"), 0)]
+        raise ValidationError(field, f"must be None, a string or a list, got {type(value).__name__}")
+    return (precondition_from_input(value, field),)
 
 
 def precondition_node(entry: Precondition, position: int) -> dict[str, Any]:
-    """The properties of the ``:Precondition`` node written for ``entry`` (every key present)."""
-    row: dict[str, Any] = dict.fromkeys(
-        ("tool", "same_args", "within", "tools", "path", "op", "value", "if_missing", "text"))
-    row.update(kind=entry.kind, position=position)
-    if isinstance(entry, ToolPrecondition):
-        row.update(tool=entry.tool, same_args=list(entry.same_args) or None,
-                   within=None if entry.within == "conversation" else entry.within)
-    elif isinstance(entry, AnyPrecondition):
-        row.update(tools=list(entry.tools))
-    elif isinstance(entry, StatePrecondition):
-        row.update(path=entry.path, op=entry.op, if_missing=entry.if_missing,
-                   value=entry.value if entry.has_value and entry.op != "exists" else None)
-    elif isinstance(entry, TextPrecondition):
-        row.update(text=entry.text)
-    return row
+    """The properties of the ``:Precondition`` node written for ``entry`` (every column present)."""
+    props = entry.node()
+    stray = set(props) - set(NODE_COLUMNS)
+    if stray:
+        raise TypeError(f"kind {entry.kind!r} stores {sorted(stray)}: a node holds only {list(NODE_COLUMNS)}")
+    return {**dict.fromkeys(NODE_COLUMNS), **props, "kind": entry.kind, "position": position}
 
 
 def precondition_item(entry: Precondition, *, typed: bool = False) -> Any:
@@ -422,19 +583,4 @@ def precondition_item(entry: Precondition, *, typed: bool = False) -> Any:
     A plain tool is its name and advice its text; ``typed=True`` keeps
     the kind explicit (``{"text": ...}``) so that reading it back cannot guess wrong.
     """
-    if isinstance(entry, ToolPrecondition):
-        if not entry.same_args and entry.within == "conversation":
-            return {"tool": entry.tool} if typed else entry.tool
-        out: dict[str, Any] = {"tool": entry.tool}
-        if entry.same_args:
-            out["same_args"] = list(entry.same_args)
-        if entry.within != "conversation":
-            out["within"] = entry.within
-        return out
-    if isinstance(entry, AnyPrecondition):
-        return {"any": list(entry.tools)}
-    if isinstance(entry, StatePrecondition):
-        return {"state": entry.predicate()}
-    if isinstance(entry, TextPrecondition):
-        return {"text": entry.text} if typed else entry.text
-    return {"unreadable": entry.reason}
+    return entry.item(typed)
