@@ -199,7 +199,7 @@ def _compiled(entries: Iterable[Any], action: str | None) -> tuple[tuple[Require
             req = entry if isinstance(entry, UnreadablePrecondition) else UnreadablePrecondition(reason=blocking)
         elif role == "condition":
             if entry.kind in CONDITIONS:
-                conditions.append(entry)
+                conditions.append(entry.canonical())
             else:
                 req = UnreadablePrecondition(reason=f"kind {entry.kind!r} has no evaluator")
         elif isinstance(entry, ToolPrecondition):

@@ -11,14 +11,14 @@ import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, PlainValidator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.shape.names import bare_identifier
 from symfonic_graph.shape.readings import node_problem, precondition_from_item, precondition_from_node
-from symfonic_graph.shape.records import STATE_OPS, Precondition, action_tool_problem, precondition_item
+from symfonic_graph.shape.records import KINDS, STATE_OPS, Precondition, _Entry, action_tool_problem, precondition_item
 
 log = logging.getLogger("symfonic_graph.models")
 
@@ -55,6 +55,20 @@ def _as_datetime(value: object) -> datetime | None:
     return None
 
 
+def _entries(value: object) -> tuple[Precondition, ...]:
+    """A skill's precondition records: records of any registered kind, or their mappings (by ``kind``)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise ValueError("must be a list of precondition records")
+    out: list[Any] = []
+    for entry in value:
+        if isinstance(entry, Mapping) and isinstance(entry.get("kind"), str) and entry["kind"] in KINDS:
+            entry = KINDS[entry["kind"]].model_validate(entry)
+        if not isinstance(entry, _Entry):
+            raise ValueError(f"{entry!r} is not a precondition record")
+        out.append(entry)
+    return tuple(out)
+
+
 class Skill(BaseModel):
     """A procedural-memory skill as read from the graph.
 
@@ -87,7 +101,7 @@ class Skill(BaseModel):
     active: bool
     source: str | None
     created_at: datetime | None
-    preconditions: tuple[Precondition, ...] = ()
+    preconditions: Annotated[tuple[Precondition, ...], PlainValidator(_entries)] = ()
     enforcement: str | None = None
     retracted: bool = False
     staged: bool = False

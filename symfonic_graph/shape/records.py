@@ -130,11 +130,14 @@ class _Entry(BaseModel):
 
     @classmethod
     def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
-        """The lenient reading of a metadata item holding ``item_key`` (default: its value read as a node)."""
+        """The lenient reading of a metadata item holding ``item_key`` (default: ``{item_key: {fields}}``)."""
         value = item[cls.item_key]
-        if not isinstance(value, Mapping):
-            return UnreadablePrecondition(reason=f"{cls.item_key}: {value!r} is not a mapping")
-        return cls.from_node(value)
+        try:
+            return cls.model_validate(value)  # type: ignore[return-value]
+        except PydanticValidationError as exc:
+            first = exc.errors(include_url=False, include_input=False)[0]
+            where = ".".join([cls.item_key, *map(str, first["loc"])])
+            return UnreadablePrecondition(reason=f"{where}: {first['msg']}")
 
     def node(self) -> dict[str, Any]:
         """The node properties of this record (default: its fields)."""
@@ -151,6 +154,10 @@ class _Entry(BaseModel):
     def state_paths(self) -> tuple[str, ...] | None:
         """The state paths a condition reads (None: unknown, so a pre-flight block is not cached)."""
         return None
+
+    def canonical(self) -> _Entry:
+        """This record without what its evaluation ignores (equal records compile to equal rules)."""
+        return self
 
 
 class ToolPrecondition(_Entry):
@@ -341,6 +348,11 @@ class StatePrecondition(_Entry):
 
     def state_paths(self) -> tuple[str, ...] | None:
         return (self.path,) if isinstance(self.path, str) else ()
+
+    def canonical(self) -> StatePrecondition:
+        if self.op == "exists" and (self.has_value or self.value is not None):
+            return self.model_copy(update={"value": None, "has_value": False})
+        return self
 
 
 class TextPrecondition(_Entry):
