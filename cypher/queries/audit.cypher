@@ -1,5 +1,7 @@
 // name: trigger_selection_record
 // params: tenant_id, namespace, trigger_ids
+// returns: selected_at
+// mode: write
 // Audit trail (opt-in, Neo4jSelectionAuditSink): one node per turn that selected triggers.
 CREATE (a:SymfonicTriggerSelection)
 SET a.tenant_id = $tenant_id, a.namespace = $namespace,

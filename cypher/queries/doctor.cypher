@@ -27,6 +27,8 @@ CALL () {
 
 // name: doctor_untenanted
 // params: after, limit
+// returns: element_id, label, node, tenant_id, namespace, problems
+// mode: read
 // Memory nodes without a usable tenant_id (absent, not a string, or empty):
 // visible to nobody. One page of $limit after element id $after. Every
 // expression here survives any property type (toStringOrNull, valueType):
@@ -48,6 +50,8 @@ RETURN elementId(n) AS element_id,
 
 // name: doctor_foreign_preconditions
 // params: tenant_id, after, limit
+// returns: element_id, label, node, tenant_id, namespace, problems
+// mode: read
 // REQUIRES edges from a skill to a precondition of another tenant (or of
 // none, e.g. a misspelt `tenantid`): every read of the skill takes it for an
 // unreadable precondition, so the skill blocks its action until it is fixed,
@@ -75,6 +79,8 @@ RETURN elementId(r) AS element_id, 'Skill' AS label, coalesce(toStringOrNull(s.i
 
 // name: doctor_skills
 // params: tenant_id, after, limit
+// returns: element_id, skill_row, skill_keys, precondition_keys
+// mode: read
 // Every skill with a string tenant (of one tenant, or all), through the one
 // projection a turn reads, in pages of $limit after element id $after: doctor
 // validates each row with the same model as TurnMemory and reports what a turn
@@ -92,6 +98,8 @@ RETURN elementId(s) AS element_id, skill_row, keys(s) AS skill_keys,
 
 // name: doctor_identifiers
 // params: tenant_id
+// returns: tenant_id, namespace, identifier, holders
+// mode: read
 // Identifiers held by two or more live skills of one scope (approved, active,
 // not retracted, not staged): every turn enforces all of them, and a library
 // re-seed of the identifier replaces only the one holding its key (or adds a
@@ -109,6 +117,8 @@ ORDER BY tenant_id, namespace, identifier;
 
 // name: doctor_keys
 // params: tenant_id, after, limit
+// returns: element_id, label, node, tenant_id, namespace, key
+// mode: read
 // The identifier keys of skills and triggers with a string tenant, for doctor
 // to compare with the node's own scope (in Python: a key is JSON).
 CALL () {
@@ -128,6 +138,8 @@ RETURN elementId(n) AS element_id, label, coalesce(toStringOrNull(n.id), element
 
 // name: doctor_catalogs
 // params: tenant_id, after, limit
+// returns: element_id, label, node, tenant_id, namespace, problems
+// mode: read
 // Catalogs of an odd shape. A version that is not a non-negative integer: the
 // tenant's skills are then read on every turn (never cached) until a library
 // write repairs it. A published_writes that is not a list: staged writes of
@@ -164,6 +176,8 @@ RETURN elementId(c) AS element_id, 'SymfonicCatalog' AS label,
 
 // name: doctor_bad_triggers
 // params: tenant_id, after, limit
+// returns: element_id, label, node, tenant_id, namespace, problems
+// mode: read
 // Triggers with a string tenant that a turn skips or cannot use: id,
 // condition or task not strings, a namespace that is not a string (no scope
 // sees it), a status other than pending|resolved (never read), an empty task.
@@ -205,6 +219,8 @@ RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t
 
 // name: doctor_trigger_keys
 // params: tenant_id, after, limit
+// returns: element_id, label, node, tenant_id, namespace, problems
+// mode: read
 // Triggers with a string tenant whose scope key (migration 0007) is missing
 // or stale: seeded with plain Cypher (read, but through the tenant scan that
 // every turn then runs), or moved with a plain-Cypher `SET t.namespace` or
@@ -231,6 +247,8 @@ RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t
 
 // name: doctor_trigger_cap
 // params: tenant_id, max_triggers
+// returns: tenant_id, namespace, wide, visible
+// mode: read
 // Scopes that see more than $max_triggers pending triggers: a turn reads at
 // most that many, oldest first, so the newer ones are never offered. Counts
 // what a turn of the scope sees (pending, not retracted, published): a
@@ -263,6 +281,8 @@ ORDER BY tenant_id, namespace;
 
 // name: doctor_copied_ids
 // params: tenant_id, after, limit
+// returns: element_id, label, node, holders
+// mode: read
 // Ids that two or more tenants use for the same label: ids are unique per
 // tenant only (migration 0006), so this is allowed, but it usually means a
 // seed script was copied from another tenant (check that each copy changed
@@ -287,6 +307,8 @@ RETURN label + '\u001F' + id AS element_id, label, id AS node, holders;
 
 // name: doctor_skill_cap
 // params: tenant_id, max_skills, max_chars
+// returns: tenant_id, namespace, skills, oversized
+// mode: read
 // Owning scopes with more than $max_skills skills (retracted ones and
 // versions a published write replaced not counted, as writes count them), and
 // skills whose label or context, or one of whose steps, is longer than
@@ -310,10 +332,14 @@ ORDER BY tenant_id, namespace;
 
 // name: doctor_indexes
 // params:
+// returns: name, state
+// mode: read
 SHOW INDEXES YIELD name, state RETURN name, state;
 
 // name: doctor_tenant_fingerprints
 // params: tenants
+// returns: tenant, skills, triggers, version
+// mode: read
 // What a turn of each tenant id in $tenants reads, as raw data for `cypher
 // run` to compare before and after an operator's script: the tenant's skills
 // (labels, properties, and each REQUIRES edge with its precondition, whatever
@@ -337,6 +363,8 @@ RETURN tenant, skills, triggers, c.version AS version;
 
 // name: doctor_scope_budget
 // params: tenant_id, max_weight
+// returns: tenant_id, namespace, weight
+// mode: read
 // Owning scopes whose turn reads ship more than $max_weight (the budget of
 // symfonic_graph/_limits.py, computed from the graph as every write computes
 // it: skill_weight, trigger_weight): such a scope's own read may not finish

@@ -1,5 +1,7 @@
 // name: facts_write
 // params: rows
+// returns: ids
+// mode: write
 // One result row holds every id, in row order.
 UNWIND range(0, size($rows) - 1) AS seq
 WITH $rows[seq] AS row, seq
@@ -13,6 +15,8 @@ RETURN collect(f.id) AS ids;
 
 // name: facts_visible
 // params: tenant_id, namespace, write_id
+// returns: fact
+// mode: read
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published,
      {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id} AS sc

@@ -24,9 +24,12 @@ CALL () {
 }
 WITH n, rank, published
 WHERE (n.namespace IS NULL OR n.namespace = $namespace)
-  AND (rank = 0 OR (NOT coalesce(n.symfonic_replaced_by IN published, false)
-       AND (NOT n:SymfonicUnpublished OR (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published)))
-WITH n, rank, ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace) AS owned
+  AND (rank = 0 OR
+       // include: published_version(n)
+      )
+WITH n, rank,
+     // include: node_owned(n)
+     AS owned
 ORDER BY rank, n.id
 WITH collect({n: n, rank: rank, owned: owned}) AS found
 WITH [f IN found WHERE f.rank = found[0].rank] AS best
@@ -36,6 +39,8 @@ WITH f.n AS n, f.owned AS owned, candidates
 
 // name: node_retract
 // params: tenant_id, namespace, node_id, reason
+// returns: id, tenant_id, namespace, owned, candidates
+// mode: write
 // Soft-delete one memory node of the scope (skill, trigger or fact), named by
 // its id or, when no node of the tenant has that id, by a skill's or
 // trigger's identifier (see `marker_target`).
@@ -48,6 +53,8 @@ RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned, ca
 
 // name: node_restore
 // params: tenant_id, namespace, node_id
+// returns: id, tenant_id, namespace, owned, candidates
+// mode: write
 // include: marker_target
 CALL (n, owned, candidates) {
   WITH n WHERE owned AND candidates = 1
@@ -57,6 +64,8 @@ RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned, ca
 
 // name: retracted_prune
 // params: tenant_id, namespace, older_than_seconds
+// returns: pruned
+// mode: write
 // Hard-delete the scope's own retracted nodes (exactly its namespace), and a
 // skill's preconditions of the same tenant, retracted longer ago than the age.
 // Runs after catalog_lock. Each candidate is locked (a property set and
@@ -64,7 +73,8 @@ RETURN n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace, owned, ca
 // restore or re-seed that committed after the first read keeps its node.
 MATCH (n:SymfonicRetracted)
 WHERE n.tenant_id = $tenant_id
-  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND
+  // include: node_owned(n)
   AND n.symfonic_retracted_at <= datetime() - duration({seconds: $older_than_seconds})
 CALL (n) {
   SET n.symfonic_prune_lock = true
@@ -82,6 +92,8 @@ RETURN count(*) AS pruned;
 
 // name: staged_keys_held
 // params: tenant_id, namespace, write_id
+// returns: key, id, tenant_id, namespace
+// mode: read
 // Publish, before each prepare transaction (write_prepare_batch): a key the
 // write would take that a node of another scope holds (a key copied by plain
 // Cypher after the write was staged). The publish is refused, naming that
@@ -89,7 +101,8 @@ RETURN count(*) AS pruned;
 CALL () {
   MATCH (n:Skill:SymfonicUnpublished)
   WHERE n.tenant_id = $tenant_id
-    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND
+    // include: node_owned(n)
     AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
     AND n.symfonic_published_at IS NULL
   MATCH (held:Skill {symfonic_key: n.symfonic_base_key})
@@ -97,7 +110,8 @@ CALL () {
   UNION
   MATCH (n:Trigger:SymfonicUnpublished)
   WHERE n.tenant_id = $tenant_id
-    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND
+    // include: node_owned(n)
     AND n.symfonic_write_id = $write_id AND n.symfonic_base_key IS NOT NULL
     AND n.symfonic_published_at IS NULL
   MATCH (held:Trigger {symfonic_key: n.symfonic_base_key})
@@ -105,12 +119,15 @@ CALL () {
 }
 WITH n, held
 WHERE held.tenant_id IS NULL OR held.tenant_id <> n.tenant_id
-   OR NOT coalesce(held.namespace = n.namespace, held.namespace IS NULL AND n.namespace IS NULL)
+   OR NOT
+   // include: same_namespace(held, n)
 RETURN n.symfonic_base_key AS key, held.id AS id, held.tenant_id AS tenant_id, held.namespace AS namespace
 LIMIT 1;
 
 // name: write_unlist
 // params: tenant_id, entries
+// returns: remaining
+// mode: write
 // Drop folded entries from the tenant's list of published writes.
 MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH c, coalesce(c.published_writes, []) AS published, coalesce(c.published_at_ms, []) AS times
@@ -120,6 +137,8 @@ RETURN size(keep) AS remaining;
 
 // name: write_id_published
 // params: tenant_id, namespace, write_id
+// returns: published
+// mode: write
 // Whether a write_id was already published in this scope (and not yet folded):
 // staging under it again is refused, or the new nodes would show at once.
 // MERGE locks the catalog node, so staging and publishing one write serialize.
@@ -130,6 +149,8 @@ RETURN (coalesce($namespace, '') + '\u001F' + $write_id) IN coalesce(c.published
 
 // name: catalog_lock
 // params: tenant_id
+// returns: tenant_id
+// mode: write
 // Take the write lock on the tenant's catalog node. Run first in every
 // transaction that reads and rewrites `published_writes`, so the later
 // statements read the list after every earlier writer committed (read

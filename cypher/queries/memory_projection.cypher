@@ -9,10 +9,9 @@
 t.tenant_id = sc.tenant_id
   AND t.status = 'pending'
   AND (t.namespace IS NULL OR t.namespace = sc.namespace)
-  AND NOT coalesce(t.symfonic_replaced_by IN published, false)
   AND NOT t:SymfonicRetracted
-  AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = sc.write_id
-       OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
+  AND
+  // include: visible_version(t, sc.write_id)
 
 // fragment: trigger_row
 // params:
@@ -29,8 +28,8 @@ WITH t, t {.id, .tenant_id, .namespace, .condition, .task, .status,
 f.tenant_id = sc.tenant_id
   AND (f.namespace IS NULL OR f.namespace = sc.namespace)
   AND NOT f:SymfonicRetracted
-  AND (NOT f:SymfonicUnpublished OR f.symfonic_write_id = sc.write_id
-       OR (coalesce(f.namespace, '') + '\u001F' + f.symfonic_write_id) IN published)
+  AND
+  // include: staged_visible(f, sc.write_id)
 
 // fragment: fact_row
 // params:

@@ -1,5 +1,7 @@
 // name: memory_recall
 // params: tenant_id, namespace, write_id, search, search_unstamped, labels, limit
+// returns: kind, id, tenant_id, namespace, label, condition, task, text, score
+// mode: read
 // Generic recall: full-text search over skills, triggers and facts (index
 // symfonic_memory_text_v3, migration 0007). `search` is built by
 // recall.recall_search: `+symfonic_tenant_token:<token>^0 +(<text fields>:(<terms>))`,
@@ -27,10 +29,9 @@ WITH node, score, published,
 WHERE score > 0
   AND node.tenant_id = $tenant_id
   AND (node.namespace IS NULL OR node.namespace = $namespace)
-  AND NOT coalesce(node.symfonic_replaced_by IN published, false)
   AND NOT node:SymfonicRetracted
-  AND (NOT node:SymfonicUnpublished OR node.symfonic_write_id = $write_id
-       OR (coalesce(node.namespace, '') + '\u001F' + node.symfonic_write_id) IN published)
+  AND
+  // include: visible_version(node, $write_id)
   AND kind IN $labels
   AND (kind <> 'Skill' OR (node.status = 'approved' AND coalesce(node.active, true) = true))
   AND (kind <> 'Trigger' OR node.status = 'pending')

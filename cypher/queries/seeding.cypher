@@ -1,5 +1,7 @@
 // name: seed_existing_skills
 // params: keys
+// returns: key, tenant_id, namespace, label, identifier, steps, action_tool, context, status, source, live, preconditions, rev
+// mode: read
 // The live skills that hold a seed file's keys, with their preconditions in
 // position order, for `seed` to count what it creates, updates or leaves
 // unchanged (and `seed --plan` to say so without writing).
@@ -17,6 +19,8 @@ RETURN key, s.tenant_id AS tenant_id, s.namespace AS namespace, s.label AS label
 
 // name: seed_existing_triggers
 // params: keys
+// returns: key, tenant_id, namespace, identifier, condition, task, live
+// mode: read
 // The triggers that hold a seed file's keys (see seed_existing_skills).
 UNWIND $keys AS key
 MATCH (t:Trigger {symfonic_key: key})

@@ -7,10 +7,9 @@
 // it: TurnMemory (one scope or many in one query), query_skills, the CLI.
 s.tenant_id = sc.tenant_id
   AND (s.namespace IS NULL OR s.namespace = sc.namespace)
-  AND NOT coalesce(s.symfonic_replaced_by IN published, false)
   AND (sc.include_retracted OR NOT s:SymfonicRetracted)
-  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = sc.write_id
-       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
+  AND
+  // include: visible_version(s, sc.write_id)
   AND (s.status = 'approved' OR (sc.include_drafts AND s.status = 'draft'))
   AND coalesce(s.active, true) = true
 

@@ -1,5 +1,7 @@
 // name: skills_write
 // params: rows
+// returns: ids
+// mode: write
 // Write skills with their preconditions in one statement. A row whose key
 // already exists replaces that skill (same id), its old preconditions removed.
 // The skill and its new preconditions share `symfonic_rev` ("<uuid>/<count>")
@@ -53,6 +55,8 @@ RETURN collect(s.id) AS ids;
 
 // name: skill_written
 // params: key
+// returns: skill_row
+// mode: read
 // The skill a write just wrote, read by its key in the write's own
 // transaction: what seed_authored_skill and propose_skill return. A publish
 // or a re-seed that commits right after the write can no longer hide the
@@ -63,13 +67,15 @@ RETURN skill_row;
 
 // name: skill_keys_held
 // params: keys, tenant_id, namespace
+// returns: key, id, tenant_id, namespace
+// mode: read
 // Keys of a write that an existing skill of another scope holds (for example
 // a key copied by hand onto another tenant's node). The write refuses them:
 // a write never takes over a node whose tenant or namespace differs.
 UNWIND $keys AS key
 MATCH (n:Skill {symfonic_key: key})
 WHERE NOT coalesce(n.tenant_id = $tenant_id AND
-  // include: node_owned
+  // include: node_owned(n)
   , false)
 RETURN key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
@@ -115,24 +121,24 @@ WITH *, 1024 + reduce(n = 0, x IN [t.id, t.condition, t.task] | n + coalesce(siz
 // published) do not count.
 CALL (published, wid) {
   MATCH (s:Skill {tenant_id: $tenant_id})
-  WHERE coalesce(s.namespace = $namespace, s.namespace IS NULL AND $namespace IS NULL)
+  WHERE
+    // include: node_owned(s)
     AND NOT s:SymfonicRetracted
-    AND NOT coalesce(s.symfonic_replaced_by IN published, false)
     AND NOT coalesce(s.symfonic_replaced_by = coalesce($namespace, '') + '\u001F' + wid, false)
-    AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = wid
-         OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
+    AND
+    // include: visible_version(s, wid)
     AND NOT EXISTS { MATCH (:Skill {symfonic_key: s.symfonic_key + '\u0000staged:' + wid}) }
   // include: skill_weight
   RETURN count(s) AS skills, sum(weight) AS skill_weight
 }
 CALL (published, wid) {
   MATCH (t:Trigger {tenant_id: $tenant_id})
-  WHERE coalesce(t.namespace = $namespace, t.namespace IS NULL AND $namespace IS NULL)
+  WHERE
+    // include: node_owned(t)
     AND t.status = 'pending' AND NOT t:SymfonicRetracted
-    AND NOT coalesce(t.symfonic_replaced_by IN published, false)
     AND NOT coalesce(t.symfonic_replaced_by = coalesce($namespace, '') + '\u001F' + wid, false)
-    AND (NOT t:SymfonicUnpublished OR t.symfonic_write_id = wid
-         OR (coalesce(t.namespace, '') + '\u001F' + t.symfonic_write_id) IN published)
+    AND
+    // include: visible_version(t, wid)
     AND NOT EXISTS { MATCH (:Trigger {symfonic_key: t.symfonic_key + '\u0000staged:' + wid}) }
   // include: trigger_weight
   RETURN sum(weight) AS trigger_weight
@@ -141,6 +147,8 @@ RETURN skills, skill_weight + trigger_weight AS weight
 
 // name: skills_owned_count
 // params: tenant_id, namespace
+// returns: skills, weight
+// mode: read
 // How many skills the scope owns and the weight of what its turn reads ship
 // (scope_load), read inside a write to refuse one that would take the scope
 // over its cap or its budget (symfonic_graph/_limits.py): a catalog must stay
@@ -152,6 +160,8 @@ WITH coalesce(c.published_writes, []) AS published, null AS wid
 
 // name: skills_visible
 // params: tenant_id, namespace, write_id, include_drafts, include_retracted, query, limit
+// returns: skills
+// mode: read
 // Skills the scope sees, with their preconditions in position order, in a
 // stable order (created_at, id): the one visibility rule and projection
 // (skill_projection.cypher). A staged node is visible once its write is
@@ -173,29 +183,32 @@ RETURN collect(skill_row) AS skills;
 
 // name: skill_by_id
 // params: tenant_id, namespace, write_id, skill_id
+// returns: skill_row
+// mode: read
 // One skill by id (drafts and retracted ones included), if the scope sees it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
   AND (s.namespace IS NULL OR s.namespace = $namespace)
-  AND NOT coalesce(s.symfonic_replaced_by IN published, false)
-  AND (NOT s:SymfonicUnpublished OR s.symfonic_write_id = $write_id
-       OR (coalesce(s.namespace, '') + '\u001F' + s.symfonic_write_id) IN published)
+  AND
+  // include: visible_version(s, $write_id)
 // include: skill_row
 RETURN skill_row;
 
 // name: skill_set_status
 // params: tenant_id, namespace, skill_id, status
+// returns: id, tenant_id, namespace, owned
+// mode: write
 // Approve or reject a visible, published skill; only the scope that owns it
 // (exactly its namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (n:Skill {id: $skill_id})
 WHERE
-  // include: node_addressable
+  // include: node_addressable(n)
 WITH n AS s,
-  // include: node_owned
+  // include: node_owned(n)
   AS owned
 CALL (s, owned) {
   WITH s WHERE owned
@@ -205,32 +218,39 @@ RETURN s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace, owned;
 
 // name: skill_draft_key_held
 // params: tenant_id, namespace, skill_id
+// returns: key, id, tenant_id, namespace
+// mode: read
 // Approve, before step 2: the identifier key a draft would take over, when a
 // skill of another scope holds it (for example a key copied by hand onto
 // another tenant's node). Approve refuses then: it never takes over, or
 // collides with, another scope's node.
 MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
-  AND ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace)
+  AND
+  // include: node_owned(s)
   AND s.symfonic_base_key IS NOT NULL AND s.symfonic_write_id IS NULL
 MATCH (n:Skill {symfonic_key: s.symfonic_base_key})
 WHERE NOT coalesce(n.tenant_id = $tenant_id AND
-  // include: node_owned
+  // include: node_owned(n)
   , false)
 RETURN n.symfonic_key AS key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
 // name: skill_take_key
 // params: tenant_id, namespace, skill_id
+// returns: id
+// mode: write
 // Approve, step 2 (same transaction): a draft proposed for an identifier that
 // already has a live skill takes over its key; the live skill (of the same
 // tenant only) and its preconditions of the same tenant are deleted.
 MATCH (s:Skill {id: $skill_id})
 WHERE s.tenant_id = $tenant_id
-  AND ((s.namespace IS NULL AND $namespace IS NULL) OR s.namespace = $namespace)
+  AND
+  // include: node_owned(s)
   AND s.status = 'approved' AND s.symfonic_base_key IS NOT NULL AND s.symfonic_write_id IS NULL
 OPTIONAL MATCH (old:Skill {symfonic_key: s.symfonic_base_key})
 WHERE old.tenant_id = s.tenant_id
-  AND coalesce(old.namespace = s.namespace, old.namespace IS NULL AND s.namespace IS NULL)
+  AND
+  // include: same_namespace(old, s)
 CALL (old) {
   OPTIONAL MATCH (old)-[:REQUIRES]->(p:Precondition)
   WHERE p.tenant_id = old.tenant_id
@@ -242,6 +262,8 @@ RETURN s.id AS id;
 
 // name: catalog_bump
 // params: tenant_id
+// returns: version
+// mode: write
 // Bump the tenant's catalog version after any write that changes its skills.
 MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
 ON CREATE SET c.version = 0
@@ -253,21 +275,25 @@ RETURN c.version AS version;
 
 // name: catalog_version
 // params: tenant_id
+// returns: version
+// mode: read
 // The version, or null when it is not a non-negative integer.
 MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 RETURN CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0 THEN c.version END AS version;
 
 // name: skill_set_enforcement
 // params: tenant_id, namespace, skill_id, enforcement
+// returns: id, tenant_id, namespace, owned
+// mode: write
 // Shadow or enforce a visible, published skill (`enforcement` = "shadow" or
 // "enforce"); only the scope that owns it (exactly its namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (n:Skill {id: $skill_id})
 WHERE
-  // include: node_addressable
+  // include: node_addressable(n)
 WITH n AS s,
-  // include: node_owned
+  // include: node_owned(n)
   AS owned
 CALL (s, owned) {
   WITH s WHERE owned
@@ -277,6 +303,8 @@ RETURN s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace, owned;
 
 // name: mined_drafts_write
 // params: rows, tenant_id, namespace
+// returns: identifier, outcome, ids, statuses
+// mode: write
 // Write mined rules as drafts, one per identifier ("mined:<action>:<precondition>")
 // in exactly this scope. No skill of that identifier yet: create the draft with
 // its precondition and evidence. An open draft (not retracted): update its
@@ -284,7 +312,8 @@ RETURN s.id AS id, s.tenant_id AS tenant_id, s.namespace AS namespace, owned;
 // it as it is, so mining again never duplicates, resurrects or demotes a rule.
 UNWIND $rows AS row
 OPTIONAL MATCH (old:Skill {tenant_id: $tenant_id, identifier: row.identifier})
-WHERE coalesce(old.namespace = $namespace, old.namespace IS NULL AND $namespace IS NULL)
+WHERE
+  // include: node_owned(old)
 WITH row, collect(old) AS found
 CALL (row, found) {
   WITH row, found WHERE size(found) = 0

@@ -1,5 +1,7 @@
 // name: write_prepare_batch
 // params: tenant_id, namespace, write_id, limit
+// returns: prepared, replaced
+// mode: write
 // Publish, before the flip, at most $limit nodes at a time: a staged node
 // re-seeding a key takes it over from the live node of the same tenant and
 // scope (which is marked replaced by this write, its key moved aside), and
@@ -12,14 +14,16 @@ WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '
 WHERE NOT entry IN published
 MATCH (n:SymfonicUnpublished)
 WHERE n.tenant_id = $tenant_id
-  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND
+  // include: node_owned(n)
   AND n.symfonic_write_id = $write_id AND n.symfonic_published_at IS NULL
 WITH n, entry LIMIT $limit
 CALL (n, entry) {
   WITH n, entry WHERE n:Skill AND n.symfonic_base_key IS NOT NULL
   OPTIONAL MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
   WHERE old.tenant_id = n.tenant_id
-    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
+    AND
+    // include: same_namespace(old, n)
   SET old.symfonic_replaced_by = entry,
       old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
   RETURN count(old) AS skills
@@ -28,7 +32,8 @@ CALL (n, entry) {
   WITH n, entry WHERE n:Trigger AND n.symfonic_base_key IS NOT NULL
   OPTIONAL MATCH (old:Trigger {symfonic_key: n.symfonic_base_key})
   WHERE old.tenant_id = n.tenant_id
-    AND coalesce(old.namespace = n.namespace, old.namespace IS NULL AND n.namespace IS NULL)
+    AND
+    // include: same_namespace(old, n)
   SET old.symfonic_replaced_by = entry,
       old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
   RETURN count(old) AS triggers
@@ -39,6 +44,8 @@ RETURN count(n) AS prepared, sum(skills + triggers) AS replaced;
 
 // name: write_publish_listed
 // params: tenant_id, namespace, write_id
+// returns: published
+// mode: write
 // Publish, the flip: one append to the tenant's catalog node (its
 // `published_writes`, one "<namespace>\u001F<write_id>" entry) makes every
 // node of the write visible at once, and hides every node it replaces. It
@@ -51,7 +58,8 @@ WITH c, coalesce(c.published_writes, []) AS published, coalesce($namespace, '') 
 CALL (published, entry) {
   OPTIONAL MATCH (n:SymfonicUnpublished)
   WHERE n.tenant_id = $tenant_id
-    AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+    AND
+    // include: node_owned(n)
     AND n.symfonic_write_id = $write_id AND NOT entry IN published
   RETURN count(n) AS count
 }
@@ -62,6 +70,8 @@ RETURN count AS published;
 
 // name: write_fold_batch
 // params: tenant_id, settle_seconds, limit
+// returns: due, folded, removed
+// mode: write
 // Fold, at most $limit nodes of each kind at a time: the writes published
 // longer than the settle period ago lose their :SymfonicUnpublished label,
 // and the nodes they replaced are deleted (a skill with its preconditions of
@@ -103,6 +113,8 @@ RETURN due, folded, removed + removed_triggers AS removed;
 
 // name: write_discard_batch
 // params: tenant_id, namespace, write_id, limit
+// returns: discarded
+// mode: write
 // Discard, at most $limit staged nodes at a time: delete the nodes of a
 // staged, unlisted write of exactly this scope (and a staged skill's
 // preconditions of the same tenant). Runs after catalog_lock, so a racing
@@ -112,7 +124,8 @@ OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (n:SymfonicUnpublished)
 WHERE n.tenant_id = $tenant_id
-  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND
+  // include: node_owned(n)
   AND n.symfonic_write_id = $write_id
   AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
 WITH n LIMIT $limit
@@ -126,6 +139,8 @@ RETURN count(*) AS discarded;
 
 // name: write_unprepare_batch
 // params: tenant_id, namespace, write_id, limit
+// returns: restored
+// mode: write
 // Discard, after write_discard_batch removed the staged nodes: the live
 // nodes a publish cut short had marked replaced by this unlisted write get
 // their key back and stay live, as if the publish never started.
@@ -148,18 +163,23 @@ RETURN count(old) AS restored;
 
 // name: write_staged_count
 // params: tenant_id, namespace, write_id
+// returns: staged
+// mode: read
 // How many nodes are staged, unlisted, under a write id in exactly this scope.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 OPTIONAL MATCH (n:SymfonicUnpublished)
 WHERE n.tenant_id = $tenant_id
-  AND ((n.namespace IS NULL AND $namespace IS NULL) OR n.namespace = $namespace)
+  AND
+  // include: node_owned(n)
   AND n.symfonic_write_id = $write_id
   AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
 RETURN count(n) AS staged;
 
 // name: skills_owned_after_staging
 // params: tenant_id, namespace, write_id
+// returns: skills, weight
+// mode: read
 // skills_owned_count once a staged write is published: a live skill or
 // trigger that a staged one of the write replaces counts once, not twice (a
 // batched re-seed of a full scope fits), and unlisted nodes of other writes

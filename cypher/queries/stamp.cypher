@@ -9,6 +9,8 @@ CASE WHEN valueType(t.tenant_id) STARTS WITH 'STRING'
 
 // name: stamp_trigger_scopes
 // params: batch
+// returns: stamped
+// mode: write
 // Give at most $batch triggers that lack it (seeded with plain Cypher, or
 // written by an older release) or hold a stale one (a plain-Cypher `SET
 // t.namespace`) their scope key and the :SymfonicScoped label; returns how
@@ -25,6 +27,8 @@ RETURN count(t) AS stamped;
 
 // name: stamp_tenant_groups
 // params:
+// returns: tenant_id, tokens, untokened
+// mode: read
 // Per string tenant id of the skills, triggers and facts: the distinct
 // tenant tokens its nodes hold and how many have none (:SymfonicTokened
 // missing). stamp_keys compares the tokens with the one it computes.
@@ -41,6 +45,8 @@ RETURN n.tenant_id AS tenant_id, collect(DISTINCT toStringOrNull(n.symfonic_tena
 
 // name: stamp_tenant_tokens
 // params: tokens, batch
+// returns: stamped
+// mode: write
 // Give at most $batch skills, triggers and facts of the tenants of $tokens
 // ([{tenant_id, token}]) that lack it, or hold another, their tenant's token
 // and the :SymfonicTokened label; returns how many.
@@ -59,6 +65,8 @@ RETURN count(n) AS stamped;
 
 // name: stamp_untenanted_tokens
 // params: batch
+// returns: stamped
+// mode: write
 // Skills, triggers and facts whose tenant_id is not a string belong to no
 // tenant: they get the label without a token, so they do not keep recall on
 // its fallback for unstamped nodes. Returns how many.

@@ -1,5 +1,7 @@
 // name: tenants_list
 // params:
+// returns: tenant_id, namespaces, skills, drafts, triggers, facts, catalog_version
+// mode: read
 // Every tenant holding memory (operator read, across tenants): its
 // namespaces, live skills, drafts, pending triggers, facts and catalog
 // version. Retracted nodes are not counted. One row per tenant, by id.
@@ -30,6 +32,8 @@ ORDER BY tenant_id;
 
 // name: tenant_holds
 // params: tenant_id
+// returns: holds
+// mode: read
 // Whether the tenant holds any node at all (an index seek per label).
 RETURN EXISTS { MATCH (n:Skill {tenant_id: $tenant_id}) }
     OR EXISTS { MATCH (n:Trigger {tenant_id: $tenant_id}) }
@@ -38,6 +42,8 @@ RETURN EXISTS { MATCH (n:Skill {tenant_id: $tenant_id}) }
 
 // name: tenant_ids
 // params:
+// returns: tenant_ids
+// mode: read
 // Every tenant id in use (for a "did you mean" hint).
 CALL () {
   MATCH (n:Skill) RETURN DISTINCT n.tenant_id AS tenant_id
@@ -53,6 +59,8 @@ RETURN collect(tenant_id) AS tenant_ids;
 
 // name: erase_skills_batch
 // params: tenant_id, namespace, whole_tenant, limit
+// returns: skills, preconditions
+// mode: write
 // Erase, step 1, one bounded batch (its own transaction): up to $limit skills
 // of the tenant (all of them, or exactly those of $namespace: never
 // tenant-wide ones then) with the preconditions of the same tenant they hold.
@@ -68,6 +76,8 @@ RETURN count(*) AS skills, sum(size(preconditions)) AS preconditions;
 
 // name: erase_nodes_batch
 // params: tenant_id, namespace, whole_tenant, limit
+// returns: label, nodes
+// mode: write
 // Erase, step 2, one bounded batch: up to $limit other nodes of the scope:
 // triggers, facts, trigger-selection audit nodes and, once the skills are
 // gone, the tenant's remaining preconditions (for a namespace: only those of
@@ -92,6 +102,8 @@ RETURN label, count(*) AS nodes;
 
 // name: erase_catalog
 // params: tenant_id
+// returns: catalogs
+// mode: write
 // Erase of a whole tenant, last step: its catalog node (version and list of
 // published writes). Runs after every memory node of the tenant is gone.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})

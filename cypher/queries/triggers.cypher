@@ -1,5 +1,7 @@
 // name: triggers_write
 // params: rows
+// returns: ids
+// mode: write
 // Store reminders as pending triggers; staged when the row has a write_id.
 // A row whose key exists (same identifier in the same scope) replaces that
 // trigger's condition and task (same id) and makes it pending again.
@@ -50,6 +52,8 @@ CALL (sc) {
 
 // name: triggers_pending
 // params: tenant_id, namespace, write_id, limit
+// returns: triggers
+// mode: read
 // Unresolved triggers the scope sees, oldest first, at most $limit, in one row.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published,
@@ -64,25 +68,29 @@ RETURN collect(trigger_row) AS triggers;
 
 // name: trigger_keys_held
 // params: keys, tenant_id, namespace
+// returns: key, id, tenant_id, namespace
+// mode: read
 // Keys of a write that a trigger of another scope holds: refused, never taken over.
 UNWIND $keys AS key
 MATCH (n:Trigger {symfonic_key: key})
 WHERE NOT coalesce(n.tenant_id = $tenant_id AND
-  // include: node_owned
+  // include: node_owned(n)
   , false)
 RETURN key, n.id AS id, n.tenant_id AS tenant_id, n.namespace AS namespace;
 
 // name: trigger_resolve
 // params: tenant_id, namespace, trigger_id
+// returns: id, tenant_id, namespace, owned
+// mode: write
 // Resolve a visible trigger; only the scope that owns it (exactly its
 // namespace) changes it.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
 MATCH (n:Trigger {id: $trigger_id})
 WHERE
-  // include: node_addressable
+  // include: node_addressable(n)
 WITH n AS t,
-  // include: node_owned
+  // include: node_owned(n)
   AS owned
 CALL (t, owned) {
   WITH t WHERE owned

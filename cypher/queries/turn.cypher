@@ -29,6 +29,8 @@ RETURN collect(trigger_row) AS triggers
 
 // name: turn_snapshot
 // params: scopes, max_triggers
+// returns: i, version, skills_fresh, skills, triggers
+// mode: read
 // Everything a turn reads before the model runs, in one round trip, for one
 // scope or for many turns coalesced into one query: per entry of $scopes
 // ({tenant_id, namespace, known_version, write_id: null, include_drafts:
@@ -68,6 +70,8 @@ ORDER BY i;
 
 // name: turn_snapshot_warm
 // params: scopes, max_triggers
+// returns: i, version, skills_fresh, skills, triggers
+// mode: read
 // turn_snapshot for entries that all carry a known_version (the steady
 // state): the same catalog and triggers, and no skills subquery at all
 // (`skills` is always empty). An entry whose skills_fresh comes back true

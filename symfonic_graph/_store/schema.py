@@ -175,7 +175,7 @@ class Schema(Transport):
 
         for attempt in range(3):
             try:
-                await self._bounded(work, f"schema statement {q.name}")
+                await self._within_timeout(work, f"schema statement {q.name}")
                 return
             except (ClientError, QueryError) as exc:
                 if exc.code in _SCHEMA_RACE_CODES:

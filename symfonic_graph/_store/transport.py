@@ -66,12 +66,12 @@ def within_deadline(
     """
 
     @functools.wraps(method)
-    async def bounded(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
+    async def one_deadline(self: S, /, *args: P.args, **kwargs: P.kwargs) -> T:
         store: Transport = self if isinstance(self, Transport) else getattr(self, "store")  # noqa: B009
         with store.deadline():
             return await method(self, *args, **kwargs)
 
-    return bounded
+    return one_deadline
 
 
 class Transport:
@@ -115,7 +115,7 @@ class Transport:
             ) from exc
         try:
             store = cls(driver, database=database, query_timeout=query_timeout)
-            await store._bounded(driver.verify_connectivity, "connect")
+            await store._within_timeout(driver.verify_connectivity, "connect")
             yield store
         finally:
             await driver.close()
@@ -143,7 +143,7 @@ class Transport:
         finally:
             _DEADLINE.reset(token)
 
-    async def _bounded(self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False) -> T:
+    async def _within_timeout(self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False) -> T:
         """Run ``work`` within ``query_timeout``; let only ``SymfonicGraphError`` out.
 
         ``_session`` turns the driver's retry loop off, so retries happen here:
@@ -205,7 +205,7 @@ class Transport:
 
     def _session(self, access_mode: str = neo4j.WRITE_ACCESS) -> neo4j.AsyncSession:
         # max_transaction_retry_time=0: the driver tries a managed transaction
-        # once; `_bounded` retries, so that a refused connection fails at once
+        # once; `_within_timeout` retries, so that a refused connection fails at once
         # instead of being retried (and logged) until the timeout.
         return self.driver.session(
             database=self.database, bookmark_manager=self._bookmarks, notifications_min_severity="OFF",
@@ -219,10 +219,12 @@ class Transport:
         transaction would add a ``COMMIT``), routed to a reader, and causally
         after every write of this store through the shared bookmark manager.
         Each read query is a single statement, so it is atomic on its own;
-        ``_bounded`` retries transient failures.
+        ``_within_timeout`` retries transient failures. A query declared
+        ``// mode: write`` is refused (``TypeError``): run it with ``write``.
         """
         q = query(name)
         q.check_args(params)
+        q.check_read()
         statement = neo4j.Query(q.text, timeout=self.query_timeout)
 
         async def work() -> list[Row]:
@@ -230,7 +232,7 @@ class Transport:
                 result = await session.run(statement, params)
                 return [row_of(record) async for record in result]
 
-        return await self._bounded(work, f"query {name}")
+        return await self._within_timeout(work, f"query {name}")
 
     async def write(self, steps: Sequence[Step | Statement]) -> Written:
         """Run named write queries in one transaction (all or nothing); their rows by step name.
@@ -260,5 +262,5 @@ class Transport:
             async with self._session() as session:
                 return await session.execute_write(neo4j.unit_of_work(timeout=self.query_timeout)(tx))
 
-        done = await self._bounded(work, "write " + ", ".join(s.query for s in ordered), writes=True)
+        done = await self._within_timeout(work, "write " + ", ".join(s.query for s in ordered), writes=True)
         return Written(done)

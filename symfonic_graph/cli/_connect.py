@@ -68,7 +68,7 @@ async def run_statement(
             return await session.execute_write(tx)
 
     try:
-        return await patient._bounded(work, where)
+        return await patient._within_timeout(work, where)
     except QueryError as exc:
         raise QueryError(where, exc.code, exc.message, hint=hint) from exc.__cause__
 
@@ -108,7 +108,7 @@ async def run_script(
             return await session.execute_write(tx)
 
     try:
-        return await patient._bounded(work, source)
+        return await patient._within_timeout(work, source)
     except QueryError as exc:
         if not failed:  # refused at commit
             raise QueryError(f"{source}: commit", exc.code, exc.message,

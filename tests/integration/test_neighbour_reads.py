@@ -41,7 +41,7 @@ class Neighbours(GraphMemoryStore):
     async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
         tenants = {s.get("tenant_id") for s in params.get("scopes", [])}
         if self.stalled in tenants:  # a silent server: the call's own deadline ends it (StoreUnavailableError)
-            await self._bounded(lambda: anyio.sleep(3600), f"query {name}")
+            await self._within_timeout(lambda: anyio.sleep(3600), f"query {name}")
         if self.failing in tenants:
             raise QueryError(f"query {name}", "Neo.ClientError.Statement.ArgumentError", "failing for the test")
         return await super().read(name, **params)

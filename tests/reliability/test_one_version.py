@@ -4,7 +4,7 @@ Writers publish staged re-seeds of a few identifiers and re-seed the same
 identifiers live, as fast as they can; readers run turns (``TurnMemory.begin``,
 a fresh cache each time) and ``query_skills`` meanwhile. Every read must hold
 exactly one skill per identifier: never the old and the new node together,
-never neither (SPEC §10, publish against every other write).
+never neither (a publish racing every other write).
 """
 
 from __future__ import annotations
@@ -129,7 +129,8 @@ async def test_a_reader_holding_the_list_from_before_a_publish_and_a_live_reseed
     both commit, the nodes read after: exactly one X (the old one), and with the list read after, the new one."""
     scope = MemoryScope(tenant)
     skills = ProceduralLayer(store)
-    projection = (cypher_root() / "queries" / "skill_projection.cypher").read_text(encoding="utf-8")
+    projection = "\n".join((cypher_root() / "queries" / name).read_text(encoding="utf-8")
+                           for name in ("skill_projection.cypher", "scope_rules.cypher"))
     [stale] = [q for q in parse_queries(projection + "\n" + _STALE_READER, "test") if q.name == "stale_reader"]
     await skills.seed_authored_skill(scope, **_skill("x", "x v0"))  # type: ignore[arg-type]
     wid = f"w-{uuid.uuid4().hex}"

@@ -149,18 +149,18 @@ async def test_a_server_stalling_each_round_trip_costs_a_call_at_most_about_quer
         forget.append(scope.tenant_id)
         async with _proxied(neo4j_settings, scope, (name,)) as (proxy, driver):
             store = GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=TIMEOUT)
-            bounded = store._bounded
+            within_timeout = store._within_timeout
 
             async def stalled(work: Callable[[], Awaitable[Any]], what: str, *, writes: bool = False) -> Any:
                 proxy.pause()
                 resume = asyncio.get_running_loop().call_later(STALL, proxy.resume)
                 try:
-                    return await bounded(work, what, writes=writes)
+                    return await within_timeout(work, what, writes=writes)
                 finally:  # the round trip is over (answered or given up): the server answers again
                     resume.cancel()
                     proxy.resume()
 
-            store._bounded = stalled  # type: ignore[method-assign]
+            store._within_timeout = stalled  # type: ignore[method-assign]
             outcomes[name] = await _timed(_calls(store, scope)[name])
 
     async with anyio.create_task_group() as tg:

@@ -35,8 +35,8 @@ PATIENT = 60.0  # query_timeout here: a deadlock the store retries must be count
 
 
 def _count_deadlocks(store: GraphMemoryStore, seen: Counter[str]) -> None:
-    """Wrap the store's bounded runner so that every deadlock the server reports is counted, retried or not."""
-    bounded = store._bounded
+    """Wrap the store's runner of one call within query_timeout: count every deadlock the server reports."""
+    within_timeout = store._within_timeout
 
     async def counting(work: Callable[[], Awaitable[Any]], what: str, *, writes: bool = False) -> Any:
         async def once() -> Any:
@@ -47,9 +47,9 @@ def _count_deadlocks(store: GraphMemoryStore, seen: Counter[str]) -> None:
                     seen[what.split(",")[0]] += 1
                 raise
 
-        return await bounded(once, what, writes=writes)
+        return await within_timeout(once, what, writes=writes)
 
-    store._bounded = counting  # type: ignore[method-assign]
+    store._within_timeout = counting  # type: ignore[method-assign]
 
 
 def _skill(identifier: str, label: str) -> dict[str, Any]:

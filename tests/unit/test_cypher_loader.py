@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
 
 from symfonic_graph._store import schema as store_module
-from symfonic_graph._store.cypher import all_queries, cypher_root, load_dir, parse_queries
+from symfonic_graph._store.cypher import all_queries, cypher_root, load_dir, parse_queries, query, return_columns
 from symfonic_graph._store.schema import migrations as _migrations
 from symfonic_graph.errors import QueryFileError, SchemaError
 
@@ -47,8 +48,8 @@ def test_params_inside_strings_and_comments_do_not_count() -> None:
 def test_duplicate_names_across_files(tmp_path: Path) -> None:
     root = tmp_path / "queries"
     root.mkdir()
-    (root / "a.cypher").write_text("// name: same\n// params:\nRETURN 1\n")
-    (root / "b.cypher").write_text("\n// name: same\n// params:\nRETURN 2\n")
+    (root / "a.cypher").write_text("// name: same\n// params:\n// returns: 1\n// mode: read\nRETURN 1\n")
+    (root / "b.cypher").write_text("\n// name: same\n// params:\n// returns: 2\n// mode: read\nRETURN 2\n")
     message = r"queries/b.cypher:2: query name same is already used at queries/a.cypher:1"
     with pytest.raises(QueryFileError, match=message):
         load_dir(root)
@@ -89,8 +90,7 @@ _SCOPED_READS = {"skills_visible", "skill_by_id", "triggers_pending", "facts_vis
 
 
 def test_scoped_read_list_is_complete() -> None:
-    reads = {q.name for q in all_queries() if "$tenant_id" in q.text and "RETURN" in q.text
-             and not any(w in q.text for w in ("SET ", "DELETE", "MERGE", "CREATE", "REMOVE"))}
+    reads = {q.name for q in all_queries() if "$tenant_id" in q.text and q.mode == "read" and q.returns}
     # catalog_version reads a number, not memory; doctor_* are operator checks across the database.
     operator_reads = {name for name in reads if name.startswith("doctor_")} | {"catalog_version"}
     # *_keys_held are write guards: they look for nodes of OTHER scopes holding a key, to refuse the write.
@@ -174,3 +174,168 @@ def test_a_fragment_may_include_another_and_never_itself() -> None:
     loop = "// fragment: a\n// params:\n// include: a\n// name: q\n// params:\n// include: a\n"
     with pytest.raises(QueryFileError, match="includes itself"):
         parse_queries(loop, "t.cypher")
+
+
+# -- fragments about a node: the include names the variable -----------------------------------------------
+
+
+def test_an_include_names_the_fragments_variables() -> None:
+    text = ("// fragment: owned(n, w)\n// params: namespace\n"
+            "(n.namespace = $namespace AND n.write_id = w AND n:Skill AND 'n' <> n.n) // n stays in comments\n"
+            "// name: q\n// params: namespace, write_id\n// returns: s\n// mode: read\n"
+            "MATCH (s) WHERE\n  // include: owned(s, $write_id)\nRETURN s\n")
+    [q] = parse_queries(text, "t.cypher")
+    assert q.text == ("MATCH (s) WHERE\n"
+                      "  (s.namespace = $namespace AND s.write_id = $write_id AND s:Skill AND 'n' <> s.n)"
+                      " // n stays in comments\nRETURN s")
+    assert q.params == {"namespace", "write_id"}  # the $param handed in counts as used
+
+
+def test_a_fragment_hands_its_variables_on() -> None:
+    text = ("// fragment: inner(x)\n// params:\nx.a = 1\n"
+            "// fragment: outer(y)\n// params:\ny.b = 2 AND\n// include: inner(y)\n"
+            "// name: q\n// params:\n// returns: sc\n// mode: read\n"
+            "MATCH (sc) WHERE\n// include: outer(sc)\nRETURN sc\n")
+    [q] = parse_queries(text, "t.cypher")
+    assert q.text == "MATCH (sc) WHERE\nsc.b = 2 AND\nsc.a = 1\nRETURN sc"
+
+
+@pytest.mark.parametrize(
+    ("include", "message"),
+    [
+        ("owned", r"includes owned with 0 variables; t.cypher:1 names 1 \(n\)"),
+        ("owned(a, b)", r"includes owned with 2 variables"),
+        ("owned(n) OR true", r"'// include: owned\(n\) OR true' is not '// include: name'"),
+        ("owned(a + b)", r"includes owned with \['a \+ b'\]; give a variable"),
+        ("owned('x')", r"give a variable, a variable's property or a \$param"),
+    ],
+)
+def test_an_include_gives_each_variable_a_name(include: str, message: str) -> None:
+    text = ("// fragment: owned(n)\n// params:\nn.x = 1\n"
+            f"// name: q\n// params:\nMATCH (s) WHERE\n// include: {include}\nRETURN s\n")
+    with pytest.raises(QueryFileError, match=message):
+        parse_queries(text, "t.cypher")
+
+
+def test_a_fragment_uses_the_variables_it_names() -> None:
+    with pytest.raises(QueryFileError, match=r"t.cypher:1: fragment f names variables \['m'\] but its text never"):
+        parse_queries("// fragment: f(n, m)\n// params:\nn.x = 'm'\n// name: q\n// params:\nRETURN 1\n", "t.cypher")
+    with pytest.raises(QueryFileError, match=r"only a fragment may"):
+        parse_queries("// name: q(n)\n// params:\nRETURN 1\n", "t.cypher")
+
+
+def _unspliced() -> dict[str, str]:
+    """Each .cypher file's text as written, by file name."""
+    return {path.name: path.read_text(encoding="utf-8") for path in _QUERIES.glob("*.cypher")}
+
+
+def test_the_ownership_and_published_write_rules_are_written_once() -> None:
+    """``node_owned``, ``same_namespace``, ``published_version``, ``visible_version`` and ``staged_visible``
+    hold the rules; every other place includes them (the doctor's checks over hand-written data excepted:
+    they read a catalog list of any type and a write id of any type on purpose)."""
+    owned = re.compile(r"\(\(\w+\.namespace IS NULL AND \$namespace IS NULL\) OR \w+\.namespace = \$namespace\)"
+                       r"|coalesce\(\w+\.namespace = (\$namespace|\w+\.namespace), \w+\.namespace IS NULL AND")
+    listed = re.compile(r"OR \(coalesce\(\w+\.namespace, ''\) \+ '\\u001F' \+ \w+\.symfonic_write_id\) IN published")
+    replaced = re.compile(r"NOT coalesce\(\w+\.symfonic_replaced_by IN published, false\)")
+    for name, text in _unspliced().items():
+        if name == "scope_rules.cypher":
+            assert len(owned.findall(text)) == 2 and len(listed.findall(text)) == 2, "the rules are in scope_rules"
+            continue
+        assert not owned.findall(text), f"{name} copies node_owned or same_namespace instead of including it"
+        if name != "doctor.cypher":
+            assert not listed.findall(text), f"{name} copies the published-write rule instead of including it"
+            assert not replaced.findall(text), f"{name} copies the replaced-write rule instead of including it"
+
+
+# -- what a query returns, and whether it writes -------------------------------------------------------------
+
+
+def test_parses_returns_and_mode() -> None:
+    [q] = parse_queries("// name: a\n// params: x\n// returns: n, id\n// mode: write\n"
+                        "MATCH (n) SET n.x = $x RETURN n, n.id AS id ORDER BY id;\n", "f.cypher")
+    assert (q.returns, q.mode) == (("n", "id"), "write")
+    [none] = parse_queries("// name: a\n// params:\n// returns: nothing\n// mode: write\nCREATE (:X)\n", "f.cypher")
+    assert none.returns == ()
+
+
+@pytest.mark.parametrize(
+    ("header", "statement", "message"),
+    [
+        ("// returns: n\n// mode: read", "MATCH (n) SET n.x = 1 RETURN n", r"declares '// mode: read' but changes"),
+        ("// returns: n\n// mode: read", "MATCH (n) DETACH DELETE n RETURN n", r"'// mode: read' but changes"),
+        ("// returns: n\n// mode: read", "MATCH (n) FOREACH (x IN [1] | SET n.x = x) RETURN n", r"but changes"),
+        ("// returns: n\n// mode: write", "MATCH (n) WHERE n.s = 'SET' RETURN n // DELETE", r"holds no CREATE"),
+        ("// returns: n, m\n// mode: read", "MATCH (n) RETURN n", r"declares '// returns: n, m' but its final "
+                                                                    r"RETURN gives: n"),
+        ("// returns: x\n// mode: read", "MATCH (n) CALL (n) { RETURN 1 AS x } RETURN n.id", r"gives: n.id"),
+        ("// returns: nothing\n// mode: read", "MATCH (n) RETURN count(*) AS c", r"gives: c"),
+        ("// returns: n\n// mode: sometimes", "RETURN 1 AS n", r"'// mode: sometimes' must be 'read' or 'write'"),
+        ("// returns:\n// mode: read", "RETURN 1 AS n", r"write '// returns: nothing' for no columns"),
+    ],
+)
+def test_declared_returns_and_mode_match_the_statement(header: str, statement: str, message: str) -> None:
+    with pytest.raises(QueryFileError, match=message):
+        parse_queries(f"// name: a\n// params:\n{header}\n{statement}\n", "f.cypher")
+
+
+def test_a_library_query_must_declare_returns_and_mode(tmp_path: Path) -> None:
+    root = tmp_path / "queries"
+    root.mkdir()
+    (root / "a.cypher").write_text("// name: a\n// params:\n// mode: read\nRETURN 1 AS one\n")
+    with pytest.raises(QueryFileError, match=r"queries/a.cypher:1: query a needs '// returns:'"):
+        load_dir(root)
+    with pytest.raises(QueryFileError, match=r"only a query does"):
+        parse_queries("// fragment: f\n// params:\n// mode: read\nRETURN 1\n// name: q\n// params:\nRETURN 2\n", "t")
+
+
+@pytest.mark.parametrize(
+    ("statement", "columns"),
+    [
+        ("RETURN DISTINCT a, b.c AS d, [x IN l | x] AS e, {k: 1} AS m, 'x, y' AS s LIMIT 3", ("a", "d", "e", "m", "s")),
+        ("CALL (n) { RETURN 1 AS x UNION RETURN 2 AS x } WITH x RETURN CASE WHEN x THEN 1 END AS y", ("y",)),
+        ("MATCH (n) SET n.RETURN_x = 1", ()),
+        ("RETURN n.id AS id, n ORDER BY id SKIP 1", ("id", "n")),
+    ],
+)
+def test_return_columns(statement: str, columns: tuple[str, ...]) -> None:
+    assert return_columns(statement) == columns
+
+
+def test_every_library_query_declares_what_it_returns_and_whether_it_writes() -> None:
+    for q in all_queries():
+        assert q.mode in ("read", "write") and q.returns is not None, q.name
+        assert q.returns == return_columns(q.text), q.name
+
+
+def _read_calls() -> set[str]:
+    """The query names the package passes as a literal to ``store.read`` / ``self.read``."""
+    names: set[str] = set()
+    package = Path(__file__).resolve().parents[2] / "symfonic_graph"
+    for path in package.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "read"
+                    and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str)):
+                names.add(node.args[0].value)
+    return names
+
+
+def test_what_the_package_reads_is_declared_read() -> None:
+    """A query run with ``store.read`` goes to a read-routed session: it must be a ``read`` query. Names
+    picked at run time (doctor's checks, seeding's lookups) are held by ``check_read`` in ``store.read``."""
+    names = _read_calls()
+    assert {"turn_snapshot", "catalog_version", "doctor_indexes", "tenants_list"} <= names
+    assert {name: query(name).mode for name in names} == dict.fromkeys(names, "read")
+
+
+@pytest.mark.anyio
+async def test_store_read_refuses_a_write_query() -> None:
+    import neo4j
+
+    from symfonic_graph import GraphMemoryStore
+
+    driver = neo4j.AsyncGraphDatabase.driver("bolt://127.0.0.1:1", auth=("neo4j", "x"))  # never reached
+    try:
+        with pytest.raises(TypeError, match=r"catalog_bump .* declares '// mode: write'; run it with store.write"):
+            await GraphMemoryStore(driver).read("catalog_bump", tenant_id="acme")
+    finally:
+        await driver.close()

@@ -1,4 +1,4 @@
-"""``GraphMemoryStore._bounded``: which failures it runs again, and how often (no server needed)."""
+"""``GraphMemoryStore._within_timeout``: which failures it runs again, and how often (no server needed)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ async def test_a_node_deleted_under_a_read_is_read_again(store: GraphMemoryStore
             raise _deleted_under_read()
         return "read"
 
-    assert await store._bounded(work, "query scan") == "read"
+    assert await store._within_timeout(work, "query scan") == "read"
     assert attempts == 4
 
 
@@ -57,7 +57,7 @@ async def test_a_statement_that_keeps_failing_is_reported_as_a_query_error(store
         raise _deleted_under_read()
 
     with pytest.raises(QueryError, match=r"EntityNotFound.*Nothing was written"):
-        await store._bounded(work, "write scan", writes=True)
+        await store._within_timeout(work, "write scan", writes=True)
     assert attempts == store_module._DELETED_UNDER_READ_RETRIES + 1
 
 
@@ -70,5 +70,5 @@ async def test_other_client_errors_are_not_run_again(store: GraphMemoryStore) ->
         raise Neo4jError._hydrate_neo4j(code="Neo.ClientError.Statement.SyntaxError", message="bad")
 
     with pytest.raises(QueryError, match="SyntaxError"):
-        await store._bounded(work, "query bad")
+        await store._within_timeout(work, "query bad")
     assert attempts == 1
