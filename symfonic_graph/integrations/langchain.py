@@ -33,7 +33,9 @@ Per model call, the middleware:
 
 Per tool call, it runs the gate (``run_gate``) on that call alone, against
 that snapshot, so decisions, outage policy and telemetry are those of every
-other gate path. A blocked call is answered with the gate's error
+other gate path. The parallel calls of a turn share one reading of the
+conversation (each message read once, the next turn reading only the
+messages added since) and one resolution of the scope. A blocked call is answered with the gate's error
 ``ToolMessage`` instead of running. ``create_agent`` sends every call of an
 AI message through the hook, so every call id of a parallel batch is
 answered. Same-batch rule: only tool results *before* the AI message that
@@ -76,6 +78,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemM
 from langgraph.types import Command
 
 from symfonic_graph.errors import ScopeError, StoreUnavailableError
+from symfonic_graph.integrations._adapters import Conversations, tool_message
 from symfonic_graph.integrations._shared import (
     REMINDERS_MARKER_KEY,
     REMINDERS_MARKER_VALUE,
@@ -85,7 +88,7 @@ from symfonic_graph.integrations._shared import (
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
-from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
+from symfonic_graph.rules._messages import call_ref, messages_of
 from symfonic_graph.rules.gate import GateDecision, run_gate
 from symfonic_graph.rules.lint import ToolLinter, tool_names
 from symfonic_graph.rules.preflight import preflight_block
@@ -100,6 +103,7 @@ Evaluator = Callable[[str, str], object]
 _ABSENT: Final = object()
 _MAX_REMEMBERED_CALLS = 10_000
 _MAX_LINTERS = 64  # distinct tool sets (one per agent, usually)
+_MAX_TURNS = 64  # tool steps whose scope is held (one per conversation running a tool step, usually)
 
 
 def _member(holder: object, key: str) -> object:
@@ -134,13 +138,16 @@ def scope_in_context(context: object) -> MemoryScope | None:
     return scope_of(value, where=where)
 
 
-def _history_before(messages: Sequence[Any], call_id: str | None) -> Sequence[Any]:
-    """The messages before the AI message that requested ``call_id`` (all of them if none did)."""
-    for index in range(len(messages) - 1, -1, -1):
-        # read as the gate reads it (never raises): a message it cannot read requests nothing
-        if any(call.id == call_id for call in terminal_tool_calls(messages[index:index + 1])):
-            return messages[:index]
-    return messages
+def _other_fields(state: object) -> tuple[tuple[Any, Any], ...] | None:
+    """The state's fields but its messages (None for a state that is no mapping: its scope is never reused)."""
+    if not isinstance(state, Mapping):
+        return None
+    return tuple((key, value) for key, value in state.items() if key != "messages")
+
+
+def _same_fields(held: tuple[tuple[Any, Any], ...], fields: tuple[tuple[Any, Any], ...]) -> bool:
+    return len(held) == len(fields) and all(
+        a[0] == b[0] and a[1] is b[1] for a, b in zip(held, fields, strict=True))
 
 
 def with_preflight(system: SystemMessage | None, block: str) -> SystemMessage:
@@ -211,6 +218,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.count_failed_calls = bool(count_failed_calls)
         self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
         self._linters: dict[frozenset[str], ToolLinter] = {}
+        self._conversations = Conversations()
+        self._turn_scopes: OrderedDict[int, tuple[Sequence[Any], object, tuple[tuple[Any, Any], ...], MemoryScope]] = (
+            OrderedDict())
 
     # --- scope -----------------------------------------------------------------------
 
@@ -229,6 +239,27 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             raise ScopeError(
                 f"MemoryMiddleware: {exc} (with create_agent: agent.ainvoke(..., context=MemoryScope(...)))"
             ) from None
+
+    def _scope_of_step(self, context: object, state: Any, messages: Sequence[Any]) -> MemoryScope:
+        """The scope of a tool call, resolved once for the parallel calls of one tool step.
+
+        The calls of a step share the messages list, the runtime context and
+        every other state value, object for object; a call that shares all
+        three with an earlier one reuses its scope, any other resolves it.
+        """
+        fields = _other_fields(state)
+        if fields is None or not messages:
+            return self.scope_for(context, state)
+        key = id(messages)
+        held = self._turn_scopes.get(key)
+        if held is not None and held[0] is messages and held[1] is context and _same_fields(held[2], fields):
+            self._turn_scopes.move_to_end(key)
+            return held[3]
+        scope = self.scope_for(context, state)
+        self._turn_scopes[key] = (messages, context, fields, scope)  # held: the list's id stays its own
+        while len(self._turn_scopes) > _MAX_TURNS:
+            self._turn_scopes.popitem(last=False)
+        return scope
 
     # --- the model call --------------------------------------------------------------
 
@@ -314,7 +345,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ScopeError: the call has no usable scope.
         """
         decision = await self.decide(request)
-        answer = decision.to_tool_message()
+        answer = tool_message(decision)
         if answer is None:
             return await handler(request)
         log.debug("gate answered %s (%s) instead of running it: %s",
@@ -326,7 +357,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
         The call goes through the gate's ``run_gate`` as the only call of its
         AI message, after the history that preceded that message: the same
-        decision, outage policy and telemetry as every other gate path.
+        decision, outage policy and telemetry as every other gate path. The
+        history comes from the conversation's reading shared by the calls of
+        the turn (each message read once).
 
         Raises:
             ScopeError: the call has no usable scope.
@@ -334,7 +367,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         call = request.tool_call
         name, call_id = str(call.get("name") or ""), call.get("id")
         state = request.state
-        scope = self.scope_for(getattr(request.runtime, "context", None), state)
+        messages = messages_of(state)
+        scope = self._scope_of_step(getattr(request.runtime, "context", None), state, messages)
         shown = self._shown.get((scope, call_id)) if isinstance(call_id, str) else None
 
         async def skills(_: object) -> Sequence[Any]:
@@ -344,9 +378,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             snapshot = shown if shown is not None and fresh else await self.memory.begin(scope)
             return snapshot.skills
 
-        history = _history_before(messages_of(state), call_id)
-        alone = AIMessage(content="", tool_calls=[{"name": name, "args": dict(call.get("args") or {}), "id": call_id}])
-        fields = dict(state) if isinstance(state, Mapping) else {}
-        decisions = await run_gate({**fields, "messages": [*history, alone]}, skills, strict=self.strict,
-                                   count_failed_calls=self.count_failed_calls)
+        ref = call_ref({"name": name, "args": dict(call.get("args") or {}), "id": call_id})
+        if ref is None:  # no tool named: nothing to decide
+            return GateDecision(name, call_id, "allowed")
+        history = self._conversations.read(messages).conversation.history_before(call_id)
+        gate_state = state if isinstance(state, Mapping) else {"messages": messages}
+        decisions = await run_gate(gate_state, skills, strict=self.strict, count_failed_calls=self.count_failed_calls,
+                                   turn=(history, [ref]))
         return decisions[0] if decisions else GateDecision(name, call_id, "allowed")

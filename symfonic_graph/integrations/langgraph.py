@@ -46,10 +46,11 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from langgraph.types import Checkpointer, Command
 
 from symfonic_graph.errors import StoreUnavailableError
+from symfonic_graph.integrations._adapters import Conversations, terminal_ai_message, tool_message
 from symfonic_graph.integrations._shared import Cue, last_human_text
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory
-from symfonic_graph.rules._messages import messages_of, terminal_ai_message
+from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
 from symfonic_graph.rules.gate import SkillLookup, run_gate
 from symfonic_graph.rules.gate import _lookup as checked_lookup
 from symfonic_graph.rules.lint import ToolLinter
@@ -165,6 +166,7 @@ def _guarded_node(
     count_failed_calls: bool,
 ) -> GuardedNode:
     lookup = _lookup_of(memory)
+    conversations = Conversations()  # each message read once; a turn reads only what the last one did not
 
     async def get_active_skills(state: Any) -> Any:
         skills: Any = lookup(state)
@@ -180,9 +182,11 @@ def _guarded_node(
         ai = terminal_ai_message(messages)
         if ai is None:
             return {}
+        history, calls = conversations.read(messages).turn()  # the terminal message read as the last one
+        turn = (history, calls if ai is messages[-1] else terminal_tool_calls([ai]))  # else its converted calls
         decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]), get_active_skills, strict=strict,
-                                   count_failed_calls=count_failed_calls)
-        blocked = {i: m for i, d in enumerate(decisions) if (m := d.to_tool_message()) is not None}
+                                   count_failed_calls=count_failed_calls, turn=turn)
+        blocked = {i: m for i, d in enumerate(decisions) if (m := tool_message(d)) is not None}
         allowed = [call for i, call in enumerate(ai.tool_calls) if i not in blocked]
         executed: list[ToolMessage] = []
         others: list[Any] = []

@@ -4,9 +4,12 @@ LangChain message objects (chunks and ``ChatMessage`` included), plain dicts
 (``{"role": ..., "content": ...}``, ``{"type": ..., ...}``), ``message_to_dict()``
 and ``dumpd()`` output, OpenAI chat tool calls (text or block content), OpenAI
 Responses API items (``function_call``, ``function_call_output``, ``message``),
-bare strings and ``(role, text)`` pairs. The gate, the lookups and the
-LangGraph wiring all read messages through this module, so they agree on what
+bare strings and ``(role, text)`` pairs, read into the events of
+:mod:`symfonic_graph.rules.events`. The gate, the lookups, replay, mining and
+the integrations all read messages through this module, so they agree on what
 a tool call is. Reading never raises: what cannot be read meets nothing.
+Pure Python: no framework is imported (a LangChain message is read by its
+attributes, as any object is).
 """
 
 from __future__ import annotations
@@ -14,11 +17,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
 from typing import Any, Final, TypeGuard
 
-from langchain_core.messages import AIMessage, BaseMessage, convert_to_messages
+from symfonic_graph.rules.events import CallResult, Conversation, History, ToolCall, ToolCallRef, UserMessage
 
 __all__ = [
     "GATE_CONTENT_MARKER",
@@ -27,18 +28,21 @@ __all__ = [
     "MAX_ARGS_DEPTH",
     "MISSING_PREFIX",
     "CallResult",
+    "Conversation",
     "History",
     "HistoryReader",
     "ToolCallRef",
     "UNAVAILABLE_PREFIX",
+    "call_ref",
     "called_tools",
     "field",
     "gate_text",
     "messages_of",
     "parse_turn",
+    "read_conversation",
     "read_history",
-    "terminal_ai_message",
     "terminal_tool_calls",
+    "unwrapped",
     "user_text",
 ]
 
@@ -92,14 +96,35 @@ def _unwrap(message: object) -> object:
     return message
 
 
+_OBJECTS: Final[set[type]] = set()
+"""Classes seen to be no mapping (message objects): read by attribute without the Mapping checks."""
+_LC_MESSAGES: Final[dict[type, bool]] = {}
+"""Per class: whether it is a LangChain ``BaseMessage``, found without importing LangChain."""
+
+
 def _view(message: object) -> tuple[Callable[[str], Any], bool]:
     """``key -> value`` of a message object or dict, unwrapped once (None when absent); and whether it is a dict."""
-    if isinstance(message, BaseMessage):  # the common case, read without the Mapping checks
+    cls = type(message)
+    if cls in _OBJECTS:  # the common case (message objects), read without the Mapping checks
         return (lambda key: getattr(message, key, None)), False
     message = _unwrap(message)
     if _is_mapping(message):
         return message.get, True
+    if type(message) is cls and len(_OBJECTS) < 256:
+        _OBJECTS.add(cls)
     return (lambda key: getattr(message, key, None)), False
+
+
+def _lc_message(message: object) -> bool:
+    """True iff ``message`` is a LangChain message object (a ``BaseMessage``), without importing LangChain."""
+    cls = type(message)
+    known = _LC_MESSAGES.get(cls)
+    if known is None:
+        known = any(c.__name__ == "BaseMessage" and c.__module__.startswith("langchain_core.")
+                    for c in cls.__mro__)
+        if len(_LC_MESSAGES) < 256:
+            _LC_MESSAGES[cls] = known
+    return known
 
 
 def _getter(message: object) -> Callable[[str], Any]:
@@ -137,21 +162,6 @@ def _kind_of(message: object, get: Callable[[str], Any], is_dict: bool) -> str |
 def _kind(message: object) -> str | None:
     get, is_dict = _view(message)
     return _kind_of(message, get, is_dict)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolCallRef:
-    """One tool call requested by an AI message.
-
-    Example:
-        >>> ToolCallRef(id="call_1", name="deploy")
-        ToolCallRef(id='call_1', name='deploy')
-    """
-
-    id: str | None
-    name: str
-    args: Mapping[str, Any] | None = dataclass_field(default=None, repr=False, compare=False)
-    """The call's arguments (LangChain ``args``, or OpenAI ``arguments`` decoded); None if unreadable."""
 
 
 def _shallow(value: Mapping[Any, Any]) -> bool:
@@ -208,6 +218,31 @@ def _call_ref(call: object, id_key: str = "id") -> ToolCallRef | None:
     call_id = call.get(id_key)
     return ToolCallRef(call_id if isinstance(call_id, str) and call_id else None, name,
                        _arguments(call, function))
+
+
+def call_ref(call: object) -> ToolCallRef | None:
+    """One tool call in any shape (LangChain ``ToolCall``, OpenAI chat), None when it names no single tool.
+
+    Example:
+        >>> call_ref({"id": "c1", "function": {"name": "deploy", "arguments": '{"env": "prod"}'}}).args
+        {'env': 'prod'}
+        >>> call_ref({"id": "c1", "name": ""}) is None
+        True
+    """
+    try:
+        return _call_ref(call)
+    except Exception:  # a call that cannot be read names no tool
+        return None
+
+
+def unwrapped(message: object) -> object:
+    """``message`` out of a ``message_to_dict()`` or ``dumpd()`` envelope (unchanged when in none).
+
+    Example:
+        >>> unwrapped({"type": "human", "data": {"content": "hi"}})
+        {'content': 'hi'}
+    """
+    return _unwrap(message)
 
 
 def _calls_of(kind: str | None, get: Callable[[str], Any]) -> list[ToolCallRef]:
@@ -276,8 +311,8 @@ def user_text(message: object) -> str | None:
     get, is_dict = _view(message)
     if _kind_of(message, get, is_dict) != "user":
         return None
-    if isinstance(message, BaseMessage):
-        return str(message.text)
+    if _lc_message(message):
+        return str(message.text)  # type: ignore[attr-defined]
     if isinstance(message, str):
         return message
     content = message[1] if isinstance(message, (tuple, list)) else get("content")
@@ -314,44 +349,7 @@ def _is_injected(message: object) -> bool:
     return _injected(get, _kind_of(message, get, is_dict) or "tool")
 
 
-@dataclass(frozen=True, slots=True)
-class CallResult:
-    """A tool call that has its result in the conversation: a call that was made.
-
-    Attributes:
-        name: the tool.
-        args: the arguments the AI message gave it (None when unknown).
-        failed: the result was marked failed (``status="error"``).
-        user_turn: how many user messages came before the call was *requested*.
-    """
-
-    name: str
-    args: Mapping[str, Any] | None
-    failed: bool
-    user_turn: int
-
-
-@dataclass(frozen=True, slots=True)
-class History:
-    """The calls made before the terminal message, read once per turn.
-
-    Example:
-        >>> History.of_names(["auth"]).called(count_failed=False)
-        frozenset({'auth'})
-    """
-
-    results: tuple[CallResult, ...] = ()
-    user_turn: int = 0
-    """How many user messages came before the terminal message."""
-
-    @classmethod
-    def of_names(cls, names: Iterable[str]) -> History:
-        """A history where each of ``names`` was called once, successfully, in this user turn."""
-        return cls(tuple(CallResult(name, None, False, 0) for name in names), 0)
-
-    def called(self, *, count_failed: bool) -> frozenset[str]:
-        """The tools with a result (failed ones only with ``count_failed``)."""
-        return frozenset(r.name for r in self.results if count_failed or not r.failed)
+_USER: Final = UserMessage()
 
 
 class HistoryReader:
@@ -367,6 +365,11 @@ class HistoryReader:
     raised also closes the user turn. ``problems`` names, per message index,
     what was read as nothing and why (the first 20).
 
+    What it reads goes into ``conversation``, the events of
+    :mod:`symfonic_graph.rules.events`: a user message, each call requested,
+    each result that answers a call (successful or failed); a message that
+    could not be read at all is a :class:`UserMessage` there (it ends the turn).
+
     Example:
         >>> reader = HistoryReader()
         >>> reader.feed({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "auth"}]})
@@ -381,13 +384,15 @@ class HistoryReader:
         [(2, 'a tool result whose tool_call_id is a list, not a string: counted as no call')]
     """
 
-    __slots__ = ("_fed", "_pending", "_results", "_user_turn", "problems", "unread")
+    __slots__ = ("_before_last", "_fed", "_last_calls", "_pending", "conversation", "problems", "unread")
 
     def __init__(self) -> None:
-        self._pending: dict[str, list[tuple[ToolCallRef, int]]] = {}
-        self._results: list[CallResult] = []
-        self._user_turn = 0
+        self._pending: dict[str, list[ToolCall]] = {}
+        self.conversation = Conversation()
+        """The events read so far."""
         self._fed = 0
+        self._before_last = (0, 0)  # calls made and user turn before the last message fed
+        self._last_calls: list[ToolCallRef] = []
         self.problems: list[tuple[int, str]] = []
         """``(message index, what was read as nothing)``, the first 20."""
         self.unread = 0
@@ -401,10 +406,12 @@ class HistoryReader:
         """
         index = self._fed
         self._fed += 1
+        self._before_last = (len(self.conversation.results), self.conversation.user_turn)
+        self._last_calls = []
         try:
             return self._read(message, index)
         except Exception as exc:  # reading raised: the message meets nothing and ends the user turn
-            self._user_turn += 1
+            self.conversation.add(_USER)
             self._problem(index, f"a message that could not be read ({type(exc).__name__}): "
                                  "counted as nothing, and as the end of the user turn")
             return []
@@ -418,12 +425,13 @@ class HistoryReader:
         get, is_dict = _view(message)
         kind = _kind_of(message, get, is_dict)
         if kind == "user":
-            self._user_turn += 1
+            self.conversation.add(_USER)
         elif kind in ("ai", "call"):
-            calls = _calls_of(kind, get)
+            calls = self._last_calls = _calls_of(kind, get)
             for ref in calls:
+                call = self.conversation.add_call(ref)
                 if ref.id is not None:
-                    self._pending.setdefault(ref.id, []).append((ref, self._user_turn))
+                    self._pending.setdefault(ref.id, []).append(call)
             self._note_unreadable_calls(kind, get, calls, index)
             return calls
         elif kind in ("tool", "output"):
@@ -453,7 +461,7 @@ class HistoryReader:
             what = "no pending call" if not pending else f"{len(pending)} pending calls"
             self._problem(index, f"a tool result for id {call_id[:80]!r}, which answers {what}: counted as no call")
             return
-        call, user_turn = pending[0]
+        call = pending[0]
         name = get("name")
         if name is not None and name != "" and name != call.name:
             self._problem(index, f"a tool result named {str(name)[:80]!r} answering a call of {call.name!r}: "
@@ -461,7 +469,7 @@ class HistoryReader:
             return
         status = get("status")
         failed = isinstance(status, str) and status == "error"
-        self._results.append(CallResult(call.name, call.args, failed, user_turn))
+        self.conversation.add(CallResult.of(call, failed=failed))
 
     def report(self, limit: int = 3) -> str:
         """One line naming what was read as nothing (the first ``limit`` problems), ``""`` when nothing was.
@@ -482,11 +490,30 @@ class HistoryReader:
     @property
     def results(self) -> Sequence[CallResult]:
         """The calls made so far, in the order their results appeared (a live view: do not change it)."""
-        return self._results
+        return self.conversation.results
 
     def history(self) -> History:
         """The calls made in the messages fed so far."""
-        return History(tuple(self._results), self._user_turn)
+        return self.conversation.history()
+
+    def turn(self) -> tuple[History, list[ToolCallRef]]:
+        """What :func:`parse_turn` reads when the last message fed is the terminal one.
+
+        The calls made before that message, and its calls (``[]`` unless it
+        requests calls; a message read in part still has the calls it names).
+
+        Example:
+            >>> reader = HistoryReader()
+            >>> reader.feed({"role": "user", "content": "hi"})
+            []
+            >>> reader.feed({"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "deploy"}]})
+            [ToolCallRef(id='c1', name='deploy')]
+            >>> history, calls = reader.turn()
+            >>> history.user_turn, [c.name for c in calls]
+            (1, ['deploy'])
+        """
+        made, user_turn = self._before_last
+        return History(tuple(self.conversation.results[:made]), user_turn), list(self._last_calls)
 
 
 def _a(value: object) -> str:
@@ -537,10 +564,22 @@ def read_history(messages: Iterable[Any]) -> History:
         >>> read_history([{"role": "user", "content": "hi"}]).user_turn
         1
     """
+    return read_conversation(messages).history()
+
+
+def read_conversation(messages: Iterable[Any]) -> HistoryReader:
+    """A reader fed every message of ``messages`` once: its ``conversation`` answers each call's history.
+
+    Example:
+        >>> reader = read_conversation([{"role": "user", "content": "hi"},
+        ...     {"role": "assistant", "content": "", "tool_calls": [{"id": "c1", "name": "deploy"}]}])
+        >>> reader.conversation.history_before("c1").user_turn
+        1
+    """
     reader = HistoryReader()
     for message in messages:
         reader.feed(message)
-    return reader.history()
+    return reader
 
 
 def messages_of(state: object, key: str = "messages") -> Sequence[Any]:
@@ -549,22 +588,3 @@ def messages_of(state: object, key: str = "messages") -> Sequence[Any]:
     if isinstance(messages, Sequence) and not isinstance(messages, str):
         return messages
     return []
-
-
-def terminal_ai_message(messages: Sequence[Any]) -> AIMessage | None:
-    """The terminal message as an ``AIMessage`` when it is one with tool calls, else None.
-
-    Example:
-        >>> terminal_ai_message([{"role": "assistant", "content": "",
-        ...     "tool_calls": [{"id": "c1", "name": "deploy", "args": {}}]}]).tool_calls[0]["name"]
-        'deploy'
-    """
-    if not messages:
-        return None
-    last = messages[-1]
-    if not isinstance(last, BaseMessage):
-        try:
-            last = convert_to_messages([_unwrap(last)])[0]  # type: ignore[list-item]
-        except Exception:  # not a message we can execute
-            return None
-    return last if isinstance(last, AIMessage) and last.tool_calls else None

@@ -43,9 +43,10 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-from langchain_core.messages import ToolMessage
+if TYPE_CHECKING:  # the core imports no framework; LangChain is loaded only to build a ToolMessage
+    from langchain_core.messages import ToolMessage
 
 from symfonic_graph import telemetry
 from symfonic_graph.errors import ConfigurationError, ScopeError, StoreUnavailableError
@@ -55,14 +56,13 @@ from symfonic_graph.rules._messages import (
     GATE_MARKER_VALUE,
     MISSING_PREFIX,
     UNAVAILABLE_PREFIX,
-    History,
-    ToolCallRef,
     called_tools,
     messages_of,
     parse_turn,
     read_history,
     terminal_tool_calls,
 )
+from symfonic_graph.rules.events import History, ToolCallRef
 from symfonic_graph.rules.preconditions import DroppedSkill, log_dropped
 from symfonic_graph.rules.ruleset import RuleSet, SkillCheck, rules_of
 
@@ -207,18 +207,27 @@ class GateDecision:
                                                 unreadable=b.unreadable)
         return None
 
-    def to_tool_message(self) -> ToolMessage | None:
-        """The error ``ToolMessage`` answering a blocked call, None when allowed."""
+    def error_result(self) -> dict[str, Any] | None:
+        """The fields of the error result answering a blocked call (any framework's tool message), None when allowed.
+
+        Example:
+            >>> sorted(GateDecision("deploy", "c1", "store_unavailable").error_result())
+            ['content', 'name', 'response_metadata', 'status', 'tool_call_id']
+        """
         content = self.content()
         if content is None:
             return None
-        return ToolMessage(
-            content=content,
-            tool_call_id=self.call_id or "",
-            name=self.tool_name,
-            status="error",
-            response_metadata={GATE_MARKER_KEY: GATE_MARKER_VALUE},
-        )
+        return {"content": content, "tool_call_id": self.call_id or "", "name": self.tool_name,
+                "status": "error", "response_metadata": {GATE_MARKER_KEY: GATE_MARKER_VALUE}}
+
+    def to_tool_message(self) -> ToolMessage | None:
+        """The error ``ToolMessage`` answering a blocked call, None when allowed (needs ``langchain_core``)."""
+        fields = self.error_result()
+        if fields is None:
+            return None
+        from langchain_core.messages import ToolMessage  # only here: the core imports without LangChain
+
+        return ToolMessage(**fields)
 
 
 def decide_call(
@@ -399,7 +408,8 @@ def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
 
 @telemetry.traced_gate
 async def run_gate(
-    state: Any, get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False
+    state: Any, get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False,
+    turn: tuple[History, Sequence[ToolCallRef]] | None = None,
 ) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 
@@ -419,6 +429,10 @@ async def run_gate(
     ``count_failed_calls=True`` lets a failed tool result (``status="error"``)
     satisfy a precondition, as in the seeds; default False.
 
+    ``turn``, the history and the calls to decide, already read from the
+    conversation's events (an integration that read the conversation once for
+    several calls passes it), spares reading ``state["messages"]`` again.
+
     Example:
         >>> import asyncio
         >>> async def no_skills(state): return []
@@ -427,7 +441,7 @@ async def run_gate(
     """
     # Read once per gate run. The reader never raises: a message it cannot read meets nothing, so a
     # hostile history can only block calls, never let one through.
-    history, calls = parse_turn(messages_of(state))
+    history, calls = turn if turn is not None else parse_turn(messages_of(state))
     if not calls:
         return ()
     try:
