@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 from weakref import WeakValueDictionary
 
-from symfonic_graph.memory._isolation import keep_owned
+from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.triggers import PendingTrigger
 from symfonic_graph.rules.ruleset import Rule, RuleSet
 from symfonic_graph.shape._intern import shared
@@ -109,7 +109,7 @@ class Compiler:
             for place, row in own_rows:
                 skills, torn_row = read_skills([row])
                 torn = torn or torn_row
-                kept.extend((place, rule) for rule in RuleSet(keep_owned(scope, skills, "skill"), pack=True).rules)
+                kept.extend((place, rule) for rule in RuleSet(keep_visible(scope, skills, "skill"), pack=True).rules)
             own = tuple(kept)
         if cached is not None and own is cached.own and tenant is cached.tenant:
             rules = cached.skills  # both parts as before: keep the merged rules (and their pre-flight blocks)
@@ -131,7 +131,7 @@ class Compiler:
         if held is not None and digest is not None and held.digest == digest:
             return held, False
         skills, torn = read_skills(rows)
-        rules = TenantRules(keep_owned(scope, skills, "skill"), pack=True)
+        rules = TenantRules(keep_visible(scope, skills, "skill"), pack=True)
         rules.digest = b"" if digest is None or torn else digest  # b"": never matched, never shared
         if rules.digest:
             self._tenants[scope.tenant_id] = rules
@@ -140,7 +140,7 @@ class Compiler:
     def pending(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
         """The scope's pending triggers; one object per trigger, shared by the scopes that see it."""
         out = []
-        for trigger in keep_owned(scope, (t for t in map(trigger_from_row, rows) if t), "trigger"):
+        for trigger in keep_visible(scope, (t for t in map(trigger_from_row, rows) if t), "trigger"):
             held = self._triggers.get(trigger.id)
             if held is None or held.condition != trigger.condition or held.task != trigger.task:
                 held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task))

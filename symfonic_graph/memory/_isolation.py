@@ -27,15 +27,15 @@ class _Scoped(Protocol):
 N = TypeVar("N", bound=_Scoped)
 
 
-def keep_owned(scope: MemoryScope, nodes: Iterable[N], kind: str) -> list[N]:
+def keep_visible(scope: MemoryScope, nodes: Iterable[N], kind: str) -> list[N]:
     """``nodes`` visible to ``scope``; any other is dropped and logged at ERROR.
 
     Example:
-        >>> keep_owned(MemoryScope("acme"), skills, "skill")
+        >>> keep_visible(MemoryScope("acme"), skills, "skill")
     """
     kept = []
     for node in nodes:
-        if scope.owns(node.tenant_id, node.namespace):
+        if scope.sees(node.tenant_id, node.namespace):
             kept.append(node)
             continue
         log.error(

@@ -399,7 +399,7 @@ async def recall(
         raise error from exc
     hits = []
     for row in rows:
-        if not scope.owns(row.get("tenant_id"), row.get("namespace")):
+        if not scope.sees(row.get("tenant_id"), row.get("namespace")):
             log.error("dropped recall hit %s: it does not belong to tenant %r namespace %r; "
                       "this is an isolation bug, please report it", row.get("id"), scope.tenant_id, scope.namespace)
             continue

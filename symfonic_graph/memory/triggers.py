@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from symfonic_graph._store import GraphMemoryStore, positive_count
-from symfonic_graph.memory._isolation import keep_owned
+from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
 from symfonic_graph.shape.models import Trigger
@@ -132,7 +132,7 @@ class GraphPendingTriggers:
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """The unresolved triggers ``scope`` sees, oldest first (at most ``max_triggers``)."""
-        triggers = keep_owned(scope, await self._layer.get_pending(scope, limit=self.max_triggers), "trigger")
+        triggers = keep_visible(scope, await self._layer.get_pending(scope, limit=self.max_triggers), "trigger")
         return [PendingTrigger(t.id, t.condition, t.task) for t in triggers]
 
 

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.ops._bounded import load_json_bounded, load_yaml_bounded, read_text_bounded
+from symfonic_graph.ops._input_limits import load_json_within_limits, load_yaml_within_limits, read_text_within_size
 
 _SECTIONS = ("skills", "triggers")
 _BLOCK_KEYS = frozenset({"tenant", "namespace", *_SECTIONS})
@@ -76,14 +76,14 @@ def _block(path: Path, where: str, data: Mapping[str, Any], allowed: frozenset[s
 def load_seed_file(path: Path) -> SeedFile:
     """Parse ``path`` (``.json``, ``.yaml`` or ``.yml``); errors name the file.
 
-    The file is read within ``_bounded``'s limits (size, nesting depth, values)
+    The file is read within ``_input_limits``' limits (size, nesting depth, values)
     and may hold no NaN or infinity anywhere.
     """
-    text = read_text_bounded(path)
+    text = read_text_within_size(path)
     if path.suffix == ".json":
-        data = load_json_bounded(text, source=str(path))
+        data = load_json_within_limits(text, source=str(path))
     else:
-        data = load_yaml_bounded(text, source=str(path))
+        data = load_yaml_within_limits(text, source=str(path))
     if not isinstance(data, Mapping):
         raise ValidationError(str(path), "must hold a mapping with `skills`, `triggers` and/or `scopes`")
     blocks = [("", _block(path, "", data, _BLOCK_KEYS | {"scopes"}))]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import unicodedata
+import warnings
 from dataclasses import dataclass
 
 from symfonic_graph.errors import ScopeError
@@ -54,9 +55,20 @@ class MemoryScope:
         """The query parameters every scoped Cypher statement takes."""
         return {"tenant_id": self.tenant_id, "namespace": self.namespace}
 
-    def owns(self, tenant_id: object, namespace: object) -> bool:
-        """True iff a node with these properties is visible to this scope."""
+    def sees(self, tenant_id: object, namespace: object) -> bool:
+        """True iff a node with these properties is visible to this scope (its tenant; tenant-wide or its namespace).
+
+        Example:
+            >>> MemoryScope("acme", "u1").sees("acme", None), MemoryScope("acme").sees("acme", "u1")
+            (True, False)
+        """
         return tenant_id == self.tenant_id and (namespace is None or namespace == self.namespace)
+
+    def owns(self, tenant_id: object, namespace: object) -> bool:
+        """Deprecated alias of ``sees``, removed in 0.3.0 (a scope sees tenant-wide nodes but owns only its own)."""
+        warnings.warn("MemoryScope.owns is deprecated and removed in 0.3.0: use MemoryScope.sees (the same answer)",
+                      DeprecationWarning, stacklevel=2)
+        return self.sees(tenant_id, namespace)
 
 
 def describe_scope(scope: MemoryScope) -> str:

@@ -243,7 +243,7 @@ class HostileProbe:
             fact_id = await self.facts.add_fact(scope, "scoped")
             facts = await self.facts.list_facts(scope)
             fact = _one(facts, fact_id)
-            if not all(scope.owns(f.tenant_id, f.namespace) for f in facts):
+            if not all(scope.sees(f.tenant_id, f.namespace) for f in facts):
                 raise AssertionError(f"list_facts({scope}) returned another scope's fact")
             return (tenant if field == "tenant_id" else value), getattr(fact, field)
 

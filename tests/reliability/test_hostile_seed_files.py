@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from symfonic_graph import MemoryScope, SymfonicGraphError, ValidationError
 from symfonic_graph.cli import main
-from symfonic_graph.ops._bounded import MAX_DEPTH, MAX_FILE_BYTES, finite_or_error, load_json_bounded
+from symfonic_graph.ops._input_limits import MAX_DEPTH, MAX_FILE_BYTES, finite_or_error, load_json_within_limits
 from symfonic_graph.ops.seedfile import load_seed_file
 from symfonic_graph.ops.seeding import plan_seed
 
@@ -121,11 +121,11 @@ def test_nan_and_infinities_are_refused_anywhere_in_a_seed_file(tmp_path: Path, 
     assert str(path) in message and ("finite" in message or "not a number" in message), message
 
 
-def test_load_json_bounded_refuses_constants_and_names_the_source() -> None:
+def test_load_json_within_limits_refuses_constants_and_names_the_source() -> None:
     for constant in ("NaN", "Infinity", "-Infinity"):
         with pytest.raises(ValidationError, match=r"^trace\.json: not valid JSON"):
-            load_json_bounded(f"[{constant}]", source="trace.json")
-    assert load_json_bounded('{"a": [1, "]]]"]}', source="x") == {"a": [1, "]]]"]}
+            load_json_within_limits(f"[{constant}]", source="trace.json")
+    assert load_json_within_limits('{"a": [1, "]]]"]}', source="x") == {"a": [1, "]]]"]}
 
 
 def test_finite_or_error_names_the_field_and_the_element() -> None:

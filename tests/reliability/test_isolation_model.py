@@ -11,7 +11,7 @@ with and without a ``write_id``) is compared with what the model says the
 scope may see, content and preconditions included: a row it should not see is
 a *leak*, a row it should see but does not is *over-filtering*.
 
-Write authority (SPEC §10) is part of the model:
+Write authority is part of the model:
 
 - a write aimed at a node the scope does not see fails with ``NotFoundError``;
 - a write from a namespace scope aimed at a tenant-wide node it sees
@@ -311,7 +311,7 @@ class IsolationMachine(RuleBasedStateMachine):
         got: dict[str, Any] = {r.id: r for r in rows}
         leaked = set(got) - expected
         missing = expected - set(got)
-        foreign = [r.id for r in rows if not scope.owns(r.tenant_id, r.namespace)]
+        foreign = [r.id for r in rows if not scope.sees(r.tenant_id, r.namespace)]
         context = f"{what} {scope} write_id={write_id!r}" + (" include_drafts" if drafts else "")
         if len(got) != len(rows):
             FIGURES["isolation.leaks"] += 1

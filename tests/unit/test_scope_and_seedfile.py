@@ -25,13 +25,24 @@ def test_scope_rejects_bad_namespace_and_is_frozen() -> None:
     assert isinstance(ScopeError("x"), ValueError)
 
 
-def test_scope_owns_follows_the_visibility_rule() -> None:
-    assert MemoryScope("acme", "u1").owns("acme", None)
-    assert MemoryScope("acme", "u1").owns("acme", "u1")
-    assert not MemoryScope("acme", "u1").owns("acme", "u2")
-    assert not MemoryScope("acme").owns("acme", "u1")
-    assert not MemoryScope("acme").owns("acme2", None)
-    assert not MemoryScope("acme").owns(None, None)
+def test_scope_sees_follows_the_visibility_rule() -> None:
+    assert MemoryScope("acme", "u1").sees("acme", None)
+    assert MemoryScope("acme", "u1").sees("acme", "u1")
+    assert not MemoryScope("acme", "u1").sees("acme", "u2")
+    assert not MemoryScope("acme").sees("acme", "u1")
+    assert not MemoryScope("acme").sees("acme2", None)
+    assert not MemoryScope("acme").sees(None, None)
+
+
+def test_scope_owns_is_a_deprecated_alias_of_sees() -> None:
+    """``owns`` answered "visible" (a scope sees tenant-wide nodes it does not own): it warns until 0.3.0."""
+    cases = [("acme", None), ("acme", "u1"), ("acme", "u2"), ("acme2", None), (None, None)]
+    for scope in (MemoryScope("acme"), MemoryScope("acme", "u1")):
+        for tenant_id, namespace in cases:
+            with pytest.warns(DeprecationWarning, match=r"MemoryScope.owns is deprecated and removed in 0.3.0: "
+                                                        r"use MemoryScope.sees") as caught:
+                assert scope.owns(tenant_id, namespace) == scope.sees(tenant_id, namespace)
+            assert caught[0].filename == __file__  # the warning points at the caller's line
 
 
 def test_split_cypher_script_keeps_lines_and_drops_comment_only_statements() -> None:

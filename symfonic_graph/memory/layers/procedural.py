@@ -24,7 +24,7 @@ from symfonic_graph._store import (
     within_deadline,
 )
 from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationError
-from symfonic_graph.memory._isolation import keep_owned
+from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
@@ -191,7 +191,7 @@ class ProceduralLayer:
             skills, torn = read_skills(row["skills"])
             if not torn:
                 break
-        skills = keep_owned(scope, skills, "skill")
+        skills = keep_visible(scope, skills, "skill")
         if tool is not None:
             skills = [s for s in skills if action_tool_of(s) == tool][:top_k]
         return skills

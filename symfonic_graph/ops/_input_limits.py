@@ -1,4 +1,4 @@
-"""Bounded readers for untrusted JSON and YAML (seed files, and later trace files).
+"""Readers for untrusted JSON and YAML within limits of size, nesting depth and values (seed files).
 
 Python's own parsers recurse once per nesting level, so a file nested
 100,000 levels deep ends in a ``RecursionError``; a YAML alias can make a
@@ -7,9 +7,9 @@ small file expand into a huge tree; JSON and YAML both accept ``NaN`` and
 before anything else sees the data, with one ``ValidationError`` naming the
 source (the file) and, where it helps, the path inside it:
 
-    >>> load_json_bounded('{"a": [1, 2]}', source="seed.json")
+    >>> load_json_within_limits('{"a": [1, 2]}', source="seed.json")
     {'a': [1, 2]}
-    >>> load_json_bounded('[' * 100_000, source="seed.json")
+    >>> load_json_within_limits('[' * 100_000, source="seed.json")
     Traceback (most recent call last):
     symfonic_graph.errors.ValidationError: seed.json: nested deeper than 64 levels; ...
 
@@ -145,7 +145,7 @@ def _size_ok(text: str) -> bool:
     return len(text) <= MAX_FILE_BYTES and len(text.encode("utf-8", "surrogatepass")) <= MAX_FILE_BYTES
 
 
-def load_json_bounded(text: str, *, source: str) -> Any:
+def load_json_within_limits(text: str, *, source: str) -> Any:
     """Parse JSON ``text`` within the limits; errors are one ``ValidationError`` naming ``source``."""
     if not _size_ok(text):
         raise ValidationError(source, f"is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; split it")
@@ -158,7 +158,7 @@ def load_json_bounded(text: str, *, source: str) -> Any:
     return check_tree(data, source=source)
 
 
-def load_yaml_bounded(text: str, *, source: str) -> Any:
+def load_yaml_within_limits(text: str, *, source: str) -> Any:
     """Parse YAML ``text`` (safe subset) within the limits; errors are one ``ValidationError`` naming ``source``."""
     if not _size_ok(text):
         raise ValidationError(source, f"is larger than {MAX_FILE_BYTES // (1024 * 1024)} MB; split it")
@@ -173,7 +173,7 @@ def load_yaml_bounded(text: str, *, source: str) -> Any:
     return check_tree(data, source=source)
 
 
-def read_text_bounded(path: Path) -> str:
+def read_text_within_size(path: Path) -> str:
     """The UTF-8 text of ``path``, refusing files over ``MAX_FILE_BYTES`` before reading them whole."""
     try:
         with path.open("rb") as handle:
