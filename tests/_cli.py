@@ -11,7 +11,7 @@ The commands run their own event loop (``anyio.run``); called from an async
 test, ``run_cli`` runs the command in a worker thread and waits for it.
 
 Example:
-    >>> result = run_cli("skills", "list", "--tenant", "t", env=neo4j_env(settings))  # doctest: +SKIP
+    >>> result = run_cli_on(settings, "skills", "list", "--tenant", "t")  # doctest: +SKIP
     >>> result.returncode, result.stdout  # doctest: +SKIP
 """
 
@@ -73,6 +73,16 @@ def run_cli(*args: str, env: Mapping[str, str | None] | None = None, cwd: Path |
         finally:
             neo4j_logger.setLevel(level)
     return CliResult(code, out.getvalue(), err.getvalue())
+
+
+def run_cli_on(settings: Neo4jSettings, *args: str, cwd: Path | None = None) -> CliResult:
+    """``symfonic-graph ARGS`` against the Neo4j of ``settings`` (its NEO4J_* variables set).
+
+    Example:
+        >>> run_cli_on(settings, "tenants", "list", "--json").returncode  # doctest: +SKIP
+        0
+    """
+    return run_cli(*args, env=neo4j_env(settings), cwd=cwd)
 
 
 def _loop_running() -> bool:

@@ -1,4 +1,4 @@
-"""SPEC §13 "Factories on par with the middleware": ``build_agent_graph`` with a real StateGraph and the real graph.
+"""Factories on par with the middleware: ``build_agent_graph`` with a real StateGraph and the real graph.
 
 Only the chat model is scripted. Each test asserts what the user sees: which
 tools ran, and what the model was shown.

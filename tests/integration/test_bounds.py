@@ -1,4 +1,4 @@
-"""Bounds (SPEC §10): a turn reads at most ``max_triggers`` pending triggers, oldest first."""
+"""Bounds: a turn reads at most ``max_triggers`` pending triggers, oldest first."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §13 "neighbours stay apart": a scope's catalog is capped at write, so it stays shippable."""
+"""Neighbours stay apart: a scope's catalog is capped at write, so it stays shippable."""
 
 from __future__ import annotations
 

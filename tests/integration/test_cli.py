@@ -12,12 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests._cli import CliResult, neo4j_env, run_cli, run_installed
+from tests._cli import neo4j_env, run_cli_on, run_installed
 from tests.conftest import Neo4jSettings
-
-
-def _cli(settings: Neo4jSettings, *args: str, cwd: Path | None = None) -> CliResult:
-    return run_cli(*args, env=neo4j_env(settings), cwd=cwd)
 
 
 @pytest.fixture
@@ -26,7 +22,7 @@ def cli_settings(neo4j_settings: Neo4jSettings, _schema: None) -> Neo4jSettings:
 
 
 def test_demo_runs_and_exits_zero(cli_settings: Neo4jSettings) -> None:
-    proc = _cli(cli_settings, "demo")
+    proc = run_cli_on(cli_settings, "demo")
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert "## ENFORCED PRE-FLIGHT RULES" in out
@@ -51,10 +47,10 @@ def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSetti
     cleanup = tmp_path / "cleanup.cypher"  # the untenanted precondition would be reported to everyone
     cleanup.write_text(f"MATCH (p:Precondition {{doc_test: '{t}'}}) DETACH DELETE p;\n")
     try:
-        ran = _cli(cli_settings, "cypher", "run", str(script))
+        ran = run_cli_on(cli_settings, "cypher", "run", str(script))
         assert ran.returncode == 0, ran.stderr
         assert "ran 3 statement(s)" in ran.stdout
-        proc = _cli(cli_settings, "doctor", "--tenant", tenant, "--json")
+        proc = run_cli_on(cli_settings, "doctor", "--tenant", tenant, "--json")
         assert proc.returncode == 0, proc.stderr
         findings = json.loads(proc.stdout)
         problems = {(f["check"], f["problem"].split(" (")[0]) for f in findings}
@@ -64,11 +60,11 @@ def test_doctor_reports_seeded_problems_and_strict_exit(cli_settings: Neo4jSetti
         [edge] = [f for f in findings if f["check"] == "foreign_preconditions"]
         assert edge["label"] == "Skill" and edge["node"] == f"{t}-k", "named by the skill it hangs off"
         assert "position 1" in edge["problem"] and "no tenant" in edge["problem"]
-        strict = _cli(cli_settings, "doctor", "--tenant", tenant, "--strict")
+        strict = run_cli_on(cli_settings, "doctor", "--tenant", tenant, "--strict")
         assert strict.returncode == 1
         assert "[bad_skills] Skill" in strict.stdout
     finally:
-        assert _cli(cli_settings, "cypher", "run", str(cleanup)).returncode == 0
+        assert run_cli_on(cli_settings, "cypher", "run", str(cleanup)).returncode == 0
 
 
 def test_doctor_strict_passes_on_clean_tenant(cli_settings: Neo4jSettings) -> None:
@@ -87,24 +83,25 @@ def test_seed_then_explain_blocks_and_allows(cli_settings: Neo4jSettings, tmp_pa
         "    precondition:\n      - get_integration_status\n      - state: {path: channel, op: eq, value: slack}\n"
         "triggers:\n  - condition: invoice\n    task: Say it is overdue.\n"
     )
-    seeded = _cli(cli_settings, "seed", str(seed), "--tenant", tenant)
+    seeded = run_cli_on(cli_settings, "seed", str(seed), "--tenant", tenant)
     assert seeded.returncode == 0, seeded.stderr
     state = tmp_path / "state.json"
     state.write_text('{"channel": "slack"}')
-    blocked = _cli(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state))
+    blocked = run_cli_on(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state))
     assert blocked.returncode == 0, blocked.stderr
     assert "verdict: blocked" in blocked.stdout
     assert "Missing precondition: call get_integration_status before deliver (skill: Deliver)." in blocked.stdout
-    allowed = _cli(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state),
+    allowed = run_cli_on(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state),
                    "--called", "get_integration_status", "--json")
     assert json.loads(allowed.stdout)["verdict"] == "allowed"
     state.write_text('{"channel": "email"}')
-    dropped = _cli(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state), "--json")
+    dropped = run_cli_on(cli_settings, "explain", "--tenant", tenant, "--tool", "deliver", "--state", str(state),
+                         "--json")
     data = json.loads(dropped.stdout)
     assert data["verdict"] == "allowed" and data["dropped"][0]["label"] == "Deliver"
-    listed = _cli(cli_settings, "triggers", "list", "--tenant", tenant, "--json")
+    listed = run_cli_on(cli_settings, "triggers", "list", "--tenant", tenant, "--json")
     assert [t["task"] for t in json.loads(listed.stdout)] == ["Say it is overdue."]
-    other = _cli(cli_settings, "skills", "list", "--tenant", tenant + "x", "--json")
+    other = run_cli_on(cli_settings, "skills", "list", "--tenant", tenant + "x", "--json")
     assert json.loads(other.stdout) == []
 
 
@@ -115,17 +112,17 @@ def test_seed_file_errors_name_file_entry_and_field(cli_settings: Neo4jSettings,
         {"label": "ok", "steps": ["a"], "source_tag": "authored:x"},
         {"label": "bad", "steps": ["a", 3], "source_tag": "authored:x"},
     ]}))
-    proc = _cli(cli_settings, "seed", str(seed), "--tenant", tenant)
+    proc = run_cli_on(cli_settings, "seed", str(seed), "--tenant", tenant)
     assert proc.returncode == 2
     assert f"{seed}: skills[1].steps[1]: must be a string" in proc.stderr
-    listed = _cli(cli_settings, "skills", "list", "--tenant", tenant, "--json")
+    listed = run_cli_on(cli_settings, "skills", "list", "--tenant", tenant, "--json")
     assert json.loads(listed.stdout) == [], "a bad file writes nothing"
 
 
 def test_cypher_run_reports_failing_statement(cli_settings: Neo4jSettings, tmp_path: Path) -> None:
     script = tmp_path / "broken.cypher"
     script.write_text("// a comment\nRETURN 1;\n\nRETURN nonsense(;\nRETURN 3;\n")
-    proc = _cli(cli_settings, "cypher", "run", str(script))
+    proc = run_cli_on(cli_settings, "cypher", "run", str(script))
     assert proc.returncode == 2, proc.stderr
     [line] = proc.stderr.splitlines()
     assert line.startswith(f"error: {script}:4: statement 2 of 3 failed on the server: ")

@@ -1,4 +1,4 @@
-"""Coalesced turn reads (issue 14): many concurrent begin() calls, one round trip, nothing crosses scopes."""
+"""Coalesced turn reads: many concurrent begin() calls, one round trip, nothing crosses scopes."""
 
 from __future__ import annotations
 

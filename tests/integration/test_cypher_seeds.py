@@ -1,4 +1,4 @@
-"""Plain-Cypher seeding (SPEC §3): the graph model is a public contract.
+"""Plain-Cypher seeding: the graph model is a public contract.
 
 Nodes created by hand in the documented shape read back like library-written
 ones; the shipped seed scripts are runnable and idempotent; malformed nodes

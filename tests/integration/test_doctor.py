@@ -22,8 +22,8 @@ from neo4j.time import Duration
 from symfonic_graph import GraphMemoryStore, MemoryScope, TurnMemory
 from symfonic_graph.doctor import Finding, diagnose
 from symfonic_graph.errors import ScopeError
+from tests._cli import run_cli_on
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 
@@ -176,7 +176,7 @@ async def test_doctor_cli_json_and_across_all_tenants(
     store: GraphMemoryStore, seeder: Seeder, tenant: str, neo4j_settings: Neo4jSettings
 ) -> None:
     names = await _seed_reported_cases(seeder, tenant)
-    per_tenant = [_cli(neo4j_settings, "doctor", "--tenant", t, "--json")
+    per_tenant = [run_cli_on(neo4j_settings, "doctor", "--tenant", t, "--json")
                   for t in (tenant, names["other"], names["cap"])]
     assert all(p.returncode == 0 for p in per_tenant), [p.stderr for p in per_tenant]
     _assert_reported([f for p in per_tenant for f in _as_findings(p.stdout)], tenant, names)
@@ -184,12 +184,12 @@ async def test_doctor_cli_json_and_across_all_tenants(
     everything = await diagnose(store)
     _assert_reported(everything, tenant, names)
     assert _found(everything, "untenanted", names["untenanted_id"], "tenant_id is a LIST<STRING>")
-    proc = _cli(neo4j_settings, "doctor", "--json")
+    proc = run_cli_on(neo4j_settings, "doctor", "--json")
     assert proc.returncode == 0, proc.stderr
     everything_cli = _as_findings(proc.stdout)
     _assert_reported(everything_cli, tenant, names)
     assert _found(everything_cli, "untenanted", names["untenanted_id"])
-    strict = _cli(neo4j_settings, "doctor", "--tenant", tenant, "--strict")
+    strict = run_cli_on(neo4j_settings, "doctor", "--tenant", tenant, "--strict")
     assert strict.returncode == 1 and f"[keys] Skill {names['foreign_key']} in tenant {tenant}" in strict.stdout
 
 
@@ -284,7 +284,7 @@ async def test_doctor_never_crashes_whatever_the_property_types(
     for kind in ("list", "int", "point", "empty"):
         assert any(f.check == "untenanted" and f.node == f"zoo-skill-tenant_id-{kind}-{tag}" for f in everything)
     for args in (("--tenant", tenant), ()):
-        proc = _cli(neo4j_settings, "doctor", *args)
+        proc = run_cli_on(neo4j_settings, "doctor", *args)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == "" or "Traceback" not in proc.stderr
         assert all(line.startswith("[") for line in proc.stdout.splitlines()), "one finding per line"
@@ -293,7 +293,7 @@ async def test_doctor_never_crashes_whatever_the_property_types(
 async def test_doctor_rejects_a_malformed_tenant(store: GraphMemoryStore, neo4j_settings: Neo4jSettings) -> None:
     with pytest.raises(ScopeError):
         await diagnose(store, "")
-    proc = _cli(neo4j_settings, "doctor", "--tenant", "")
+    proc = run_cli_on(neo4j_settings, "doctor", "--tenant", "")
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1 and proc.stderr.startswith("error: ")
 
 

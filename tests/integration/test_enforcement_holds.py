@@ -1,4 +1,4 @@
-"""A guarded refund never runs unguarded (SPEC §13), through both wirings on the real graph.
+"""A guarded refund never runs unguarded, through both wirings on the real graph.
 
 Each case was a way a platform team's guarded ``issue_refund`` still ran. Each
 test seeds the rule, scripts the model, and asserts what the tools actually
@@ -173,12 +173,12 @@ async def test_explain_tells_the_runtimes_truth(
 ) -> None:
     import json
 
-    from tests.integration.test_cli import _cli
+    from tests._cli import run_cli_on
 
     await seed(store, scope, "verify_identity",
                {"state": {"path": "channel", "op": "eq", "value": "web"}})
     # Without --state the predicate sees an empty state, as the turn would: the rule is dropped, and why is named.
-    out = _cli(neo4j_settings, "explain", "--tenant", scope.tenant_id, "--tool", "issue_refund", "--json")
+    out = run_cli_on(neo4j_settings, "explain", "--tenant", scope.tenant_id, "--tool", "issue_refund", "--json")
     data = json.loads(out.stdout)
     assert data["verdict"] == "allowed" and "path 'channel' is missing" in data["dropped"][0]["reason"]
     # --messages: the conversation so far, read as the gate reads it (a failed check does not count).
@@ -191,7 +191,7 @@ async def test_explain_tells_the_runtimes_truth(
     state.write_text(json.dumps({"channel": "web"}))
     args = ["explain", "--tenant", scope.tenant_id, "--tool", "issue_refund", "--state", str(state),
             "--messages", str(conversation), "--json"]
-    data = json.loads(_cli(neo4j_settings, *args).stdout)
+    data = json.loads(run_cli_on(neo4j_settings, *args).stdout)
     assert data["verdict"] == "blocked" and "failed" in data["content"]
-    data = json.loads(_cli(neo4j_settings, *args, "--count-failed-calls").stdout)
+    data = json.loads(run_cli_on(neo4j_settings, *args, "--count-failed-calls").stdout)
     assert data["verdict"] == "allowed"

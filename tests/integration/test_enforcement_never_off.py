@@ -1,4 +1,4 @@
-"""The gate never silently turns off (SPEC §9), proven by what a user sees: the tool ran or not.
+"""The gate never silently turns off, proven by what a user sees: the tool ran or not.
 
 Each test stands for one way the first release switched enforcement off:
 the library's own agent factory on a plain ``MessagesState``, a malformed or
@@ -27,9 +27,9 @@ from symfonic_graph.errors import ScopeError
 from symfonic_graph.langgraph import build_agent_graph, create_guarded_tool_node
 from symfonic_graph.memory.turn import DEFAULT_MAX_AGE
 from symfonic_graph.skill_source import StoreSkillGetter
+from tests._cli import run_cli_on
 from tests._fakes import Scripted, ai_calls, assert_every_call_answered, recording_tools
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 MISSING = "Missing precondition: call get_status before deliver (skill: Deliver)."
@@ -213,7 +213,7 @@ async def test_odd_catalog_versions_never_stop_skills_from_being_read(
     )
     memory = TurnMemory(store, max_age=3600)
     assert [s.id for s in (await memory.begin(scope)).skills] == [first]
-    doctor = _cli(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
+    doctor = run_cli_on(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
     findings = [f for f in json.loads(doctor.stdout) if f["check"] == "catalogs"]
     if version != "null":  # a null property is absent in Neo4j: reported only when the catalog exists
         assert findings and "not a non-negative integer" in findings[0]["problem"]

@@ -1,4 +1,4 @@
-"""The visibility rule (SPEC §1) over tenants x namespaces, for every layer.
+"""The visibility rule over tenants x namespaces, for every layer.
 
 A node is visible to scope ``(t, ns)`` iff ``tenant_id = t`` and its namespace
 is null or ``ns``. Each test checks both directions: nothing leaks in, and

@@ -1,4 +1,4 @@
-"""``MemoryMiddleware`` in a real ``create_agent`` agent on the real graph (SPEC §11).
+"""``MemoryMiddleware`` in a real ``create_agent`` agent on the real graph.
 
 Only the chat model is scripted (``tests._fakes.Scripted``); Neo4j, the Cypher,
 LangChain's agent loop and its tool node are real. Each test asserts what a

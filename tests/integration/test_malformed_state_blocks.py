@@ -16,9 +16,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, TurnMemory
 from symfonic_graph.langgraph import build_agent_graph
+from tests._cli import run_cli_on
 from tests._fakes import Scripted, ai_calls, assert_every_call_answered, recording_tools
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 
@@ -63,7 +63,7 @@ async def test_the_guarded_tool_of_a_misconfigured_rule_never_runs(
     assert_every_call_answered(model)
 
     if name == "unknown-op":  # doctor tells the operator what happens, truthfully
-        doctor = _cli(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
+        doctor = run_cli_on(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
         [finding] = [f for f in json.loads(doctor.stdout) if f["node"] == f"{scope.tenant_id}-refunds"]
         assert finding["problem"].startswith("precondition[1].op: unknown op 'equals': a misconfigured state")
         assert "blocks its action" in finding["problem"] and "never holds" not in finding["problem"]

@@ -1,4 +1,4 @@
-"""Markers (SPEC §2): retraction, staged writes and publication, and drafts."""
+"""Markers: retraction, staged writes and publication, and drafts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Every documented skill shape, seeded by hand, through every read path (SPEC §9).
+"""Every documented skill shape, seeded by hand, through every read path.
 
 One tenant holds each shape an operator may write with plain Cypher: optional
 properties absent or written as null, the odd action-tool forms, extra domain
@@ -25,9 +25,9 @@ from symfonic_graph import (
 from symfonic_graph.gate import explain_tool_call
 from symfonic_graph.preconditions import action_tool_of
 from symfonic_graph.skill_source import StoreSkillGetter
+from tests._cli import run_cli_on
 from tests._fakes import ai_calls
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 
@@ -102,7 +102,8 @@ async def test_every_read_path_returns_the_same_skills(
     for name, skills in paths.items():
         assert _summary(skills) == expected, name
 
-    listed = _cli(neo4j_settings, "skills", "list", "--tenant", scope.tenant_id, "--namespace", "user-1", "--json")
+    listed = run_cli_on(neo4j_settings, "skills", "list", "--tenant", scope.tenant_id, "--namespace", "user-1",
+                        "--json")
     assert listed.returncode == 0, listed.stderr
     rows = json.loads(listed.stdout)
     assert [(r["id"], r["guards"], r["precondition"]) for r in rows] == [
@@ -111,7 +112,7 @@ async def test_every_read_path_returns_the_same_skills(
     unnamed = next(r for r in rows if r["id"].endswith("-no-label"))
     assert unnamed["label"] == "" and unnamed["tenant_id"] == scope.tenant_id
 
-    doctor = _cli(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
+    doctor = run_cli_on(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
     assert doctor.returncode == 0, doctor.stderr
     skipped = [f for f in json.loads(doctor.stdout) if f["check"] in ("bad_skills", "ignored_skills")]
     # the one odd form doctor reports: an action_tool that is no tool name (the gate guards steps[0] instead)
@@ -141,7 +142,7 @@ async def test_the_gate_decides_the_same_on_every_path(
     assert explain_tool_call(narrowed, tool, state=STATE).missing == tuple(required)
 
     if suffix in ("args-action", "free-text-action", "steps-only"):  # the odd forms, through the CLI too
-        explained = _cli(neo4j_settings, "explain", "--tenant", scope.tenant_id, "--namespace", "user-1",
+        explained = run_cli_on(neo4j_settings, "explain", "--tenant", scope.tenant_id, "--namespace", "user-1",
                          "--tool", tool, "--json")
         assert explained.returncode == 0, explained.stderr
         data = json.loads(explained.stdout)

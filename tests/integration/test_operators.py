@@ -1,4 +1,4 @@
-"""Operators and production (SPEC §14): per-tenant ids, atomic scripts, tenants, erasure, identifiers."""
+"""Operators and production: per-tenant ids, atomic scripts, tenants, erasure, identifiers."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ from symfonic_graph._store.schema import migrations as _migrations
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.recall import recall
+from tests._cli import run_cli_on
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 
@@ -100,26 +100,26 @@ async def test_the_previous_releases_recall_index_stays_until_the_rollout_is_ove
             "CALL db.index.fulltext.queryNodes($index, 'overdue') YIELD node WHERE node.tenant_id = $t "
             "RETURN collect(node.id) AS ids", {"index": _PREVIOUS_RECALL_INDEX, "t": tenant})
         assert records[0]["ids"] == [fact_id], "the previous release's recall still finds what this one writes"
-        applied = _cli(neo4j_settings, "schema", "apply")
+        applied = run_cli_on(neo4j_settings, "schema", "apply")
         assert applied.returncode == 0, applied.stderr
         assert "waiting for the rollout: migrations [8]" in applied.stdout
         assert "symfonic-graph schema apply --after-rollout" in applied.stdout
-        status = _cli(neo4j_settings, "schema", "status", "--json")
+        status = run_cli_on(neo4j_settings, "schema", "status", "--json")
         assert json.loads(status.stdout)["waiting_for_rollout"] == [8]
         assert _PREVIOUS_RECALL_INDEX in await _fulltext_indexes(driver)
-        doctor = _cli(neo4j_settings, "doctor", "--tenant", tenant, "--strict")
+        doctor = run_cli_on(neo4j_settings, "doctor", "--tenant", tenant, "--strict")
         assert doctor.returncode == 0, "a rollout in progress is no problem of the data"
         assert "notice: migrations [8] wait for the end of the rollout" in doctor.stderr, doctor.stderr
 
         # After it: the index goes, and recall (this release's index) still finds the fact.
-        finished = _cli(neo4j_settings, "schema", "apply", "--after-rollout")
+        finished = run_cli_on(neo4j_settings, "schema", "apply", "--after-rollout")
         assert (finished.returncode, finished.stdout.strip()) == (0, "applied migrations [8]"), finished.stderr
         assert _PREVIOUS_RECALL_INDEX not in await _fulltext_indexes(driver)
         assert await store.waiting_migrations() == []
         assert [hit.node_id for hit in await recall(store, scope, "overdue")] == [fact_id]
-        again = _cli(neo4j_settings, "schema", "apply", "--after-rollout")
+        again = run_cli_on(neo4j_settings, "schema", "apply", "--after-rollout")
         assert again.stdout.strip() == "schema is up to date"
-        assert "notice" not in _cli(neo4j_settings, "doctor", "--tenant", tenant).stderr
+        assert "notice" not in run_cli_on(neo4j_settings, "doctor", "--tenant", tenant).stderr
     finally:
         await store.apply_schema(after_rollout=True)  # whatever failed above, the suite's schema holds again
 
@@ -142,12 +142,12 @@ async def test_a_seed_script_copied_for_another_tenant_leaves_the_first_tenants_
     copy.write_text(_tenant_literals(first.read_text(), {acme: fabrikam}), encoding="utf-8")
 
     def listed(t: str) -> list[tuple[str, str, object]]:
-        proc = _cli(neo4j_settings, "skills", "list", "--tenant", t, "--drafts", "--json")
+        proc = run_cli_on(neo4j_settings, "skills", "list", "--tenant", t, "--drafts", "--json")
         assert proc.returncode == 0, proc.stderr
         return [(s["id"], s["tenant_id"], s["precondition"]) for s in json.loads(proc.stdout)]
 
     for script in (first, copy):
-        ran = _cli(neo4j_settings, "cypher", "run", str(script))
+        ran = run_cli_on(neo4j_settings, "cypher", "run", str(script))
         assert ran.returncode == 0, ran.stderr
     acme_rules = listed(acme)
     assert [i for i, _, _ in acme_rules] == ["seed-acme-deliver", "seed-acme-schedule", "seed-acme-purge-draft"]
@@ -156,16 +156,16 @@ async def test_a_seed_script_copied_for_another_tenant_leaves_the_first_tenants_
 
     # the copy's rule changes later: acme keeps its own
     copy.write_text(copy.read_text().replace("value: 'slack'", "value: 'teams'"), encoding="utf-8")
-    assert _cli(neo4j_settings, "cypher", "run", str(copy)).returncode == 0
+    assert run_cli_on(neo4j_settings, "cypher", "run", str(copy)).returncode == 0
     assert listed(acme) == acme_rules
     assert listed(fabrikam)[0][2] == ["get_integration_status",
                                       {"state": {"path": "channel", "op": "eq", "value": "teams"}}]
 
-    doctor = _cli(neo4j_settings, "doctor", "--tenant", fabrikam, "--json")
+    doctor = run_cli_on(neo4j_settings, "doctor", "--tenant", fabrikam, "--json")
     copied = [f for f in json.loads(doctor.stdout) if f["check"] == "copied_ids"]
     assert {(f["node"], f["tenant_id"]) for f in copied} == {(i, fabrikam) for i, _, _ in acme_rules}
     assert all(acme in f["problem"] for f in copied)
-    text = _cli(neo4j_settings, "doctor", "--tenant", fabrikam).stdout
+    text = run_cli_on(neo4j_settings, "doctor", "--tenant", fabrikam).stdout
     assert f"[copied_ids] Skill seed-acme-deliver in tenant {fabrikam} (tenant-wide): " in text
 
 
@@ -179,10 +179,10 @@ async def test_cypher_run_is_all_or_nothing_and_names_the_failing_statement(
         f"MATCH (s:Skill {{tenant_id: '{tenant}'}})\nSET s.label = nonsense(;\n", encoding="utf-8")
 
     def ids() -> list[str]:
-        proc = _cli(neo4j_settings, "skills", "list", "--tenant", tenant, "--json")
+        proc = run_cli_on(neo4j_settings, "skills", "list", "--tenant", tenant, "--json")
         return [s["id"] for s in json.loads(proc.stdout)]
 
-    proc = _cli(neo4j_settings, "cypher", "run", str(script))
+    proc = run_cli_on(neo4j_settings, "cypher", "run", str(script))
     assert proc.returncode == 2
     [line] = proc.stderr.splitlines()
     assert line.startswith(f"error: {script}:3: statement 3 of 3 failed on the server: ")
@@ -191,7 +191,7 @@ async def test_cypher_run_is_all_or_nothing_and_names_the_failing_statement(
     assert proc.stdout == ""
     assert ids() == []  # nothing of it was written
 
-    per = _cli(neo4j_settings, "cypher", "run", "--per-statement", str(script))
+    per = run_cli_on(neo4j_settings, "cypher", "run", "--per-statement", str(script))
     assert per.returncode == 2 and "Ran 2 statement(s) before it" in per.stderr
     assert sorted(ids()) == ["a", "b"]  # the old behaviour: earlier statements committed
 
@@ -208,21 +208,21 @@ async def test_tenants_list_and_a_notice_for_a_tenant_that_holds_nothing(
     await layer.propose_skill(MemoryScope(tenant), label="D", steps=["d"], source_tag="learned:x")
     await ProspectiveLayer(store).set_trigger(MemoryScope(tenant, "user-8"), condition="c", task="t")
 
-    proc = _cli(neo4j_settings, "tenants", "list", "--json")
+    proc = run_cli_on(neo4j_settings, "tenants", "list", "--json")
     assert proc.returncode == 0, proc.stderr
     [row] = [r for r in json.loads(proc.stdout) if r["tenant_id"] == tenant]
     assert row == {"tenant_id": tenant, "namespaces": sorted(row["namespaces"]), "skills": 2, "drafts": 1,
                    "triggers": 1, "facts": 0, "catalog_version": row["catalog_version"]}
     assert sorted(row["namespaces"]) == ["user-7", "user-8"] and row["catalog_version"] >= 3
-    text = _cli(neo4j_settings, "tenants", "list").stdout
+    text = run_cli_on(neo4j_settings, "tenants", "list").stdout
     assert f"{tenant}  namespaces=2  skills=2  drafts=1  triggers=1" in text
 
     typo = tenant[:-1]
     for command in (["skills", "list"], ["triggers", "list"], ["explain", "--tool", "deliver"], ["doctor"]):
-        proc = _cli(neo4j_settings, *command, "--tenant", typo)
+        proc = run_cli_on(neo4j_settings, *command, "--tenant", typo)
         assert proc.returncode == 0, proc.stderr
         assert proc.stderr == f"notice: tenant {typo!r} holds nothing; did you mean {tenant!r}?\n", command
-    proc = _cli(neo4j_settings, "skills", "list", "--tenant", tenant)
+    proc = run_cli_on(neo4j_settings, "skills", "list", "--tenant", tenant)
     assert proc.stderr == ""  # a tenant that holds something: no notice
 
 
@@ -289,15 +289,16 @@ async def test_tenants_erase_cli_refuses_without_yes_and_reports_counts(
     await ProceduralLayer(store).seed_authored_skill(wide, label="W", steps=["w"], source_tag="authored:x")
     await ProceduralLayer(store).seed_authored_skill(user, label="U", steps=["u"], source_tag="authored:x",
                                                      precondition=["p"])
-    refused = _cli(neo4j_settings, "tenants", "erase", "--tenant", tenant, "--namespace", "user-7")
+    refused = run_cli_on(neo4j_settings, "tenants", "erase", "--tenant", tenant, "--namespace", "user-7")
     assert refused.returncode == 2 and "add --yes to confirm" in refused.stderr
     assert len(await ProceduralLayer(store).query_skills(user)) == 2
-    done = _cli(neo4j_settings, "tenants", "erase", "--tenant", tenant, "--namespace", "user-7", "--yes", "--json")
+    done = run_cli_on(neo4j_settings, "tenants", "erase", "--tenant", tenant, "--namespace", "user-7", "--yes",
+                      "--json")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["counts"] == {"Skill": 1, "Precondition": 1, "Trigger": 0, "Fact": 0,
                                                  "SymfonicTriggerSelection": 0}
     assert [s.label for s in await ProceduralLayer(store).query_skills(user)] == ["W"]
-    whole = _cli(neo4j_settings, "tenants", "erase", "--tenant", tenant, "--yes")
+    whole = run_cli_on(neo4j_settings, "tenants", "erase", "--tenant", tenant, "--yes")
     assert whole.stdout.startswith(f"erased tenant {tenant} (whole): 2 node(s) (Skill 1, SymfonicCatalog 1)")
 
 
@@ -311,15 +312,15 @@ async def test_retract_and_restore_take_an_identifier_inside_the_scope(
     wide, user = MemoryScope(tenant), MemoryScope(tenant, "user-7")
     skill = await layer.seed_authored_skill(wide, label="Deliver", identifier="deliver", steps=["deliver"],
                                             source_tag="authored:x")
-    listed = _cli(neo4j_settings, "skills", "list", "--tenant", tenant).stdout
+    listed = run_cli_on(neo4j_settings, "skills", "list", "--tenant", tenant).stdout
     assert f"{skill.id}  identifier=deliver  namespace=(tenant-wide)  approved" in listed
 
-    refused = _cli(neo4j_settings, "retract", "deliver", "--tenant", tenant, "--namespace", "user-7")
+    refused = run_cli_on(neo4j_settings, "retract", "deliver", "--tenant", tenant, "--namespace", "user-7")
     assert refused.returncode == 2
     assert (f"belongs to tenant {tenant} (tenant-wide); tenant {tenant}, namespace user-7 sees it but cannot "
             "change it") in refused.stderr
     assert "MemoryScope(" not in refused.stderr and "None" not in refused.stderr
-    done = _cli(neo4j_settings, "retract", "deliver", "--tenant", tenant)
+    done = run_cli_on(neo4j_settings, "retract", "deliver", "--tenant", tenant)
     assert done.stdout.strip() == f"retracted {skill.id} (identifier deliver)"
     assert await layer.query_skills(wide) == []
     assert await store.restore(wide, "deliver") == skill.id
@@ -331,7 +332,7 @@ async def test_retract_and_restore_take_an_identifier_inside_the_scope(
     with pytest.raises(ValidationError, match="names 2 nodes"):
         await store.retract(wide, "deliver")
     assert {s.id for s in await layer.query_skills(wide, include_drafts=True)} == {skill.id, draft.id}
-    missing = _cli(neo4j_settings, "restore", "nothing-here", "--tenant", tenant)
+    missing = run_cli_on(neo4j_settings, "restore", "nothing-here", "--tenant", tenant)
     assert missing.returncode == 2 and f"visible in tenant {tenant} (tenant-wide)" in missing.stderr
 
 
@@ -350,21 +351,21 @@ async def test_seed_prints_created_updated_unchanged_and_plan_writes_nothing(
                         "triggers:\n  - {condition: c, task: t}\n", encoding="utf-8")
 
     write("A")
-    plan = _cli(neo4j_settings, "seed", "--plan", str(path))
+    plan = run_cli_on(neo4j_settings, "seed", "--plan", str(path))
     assert plan.returncode == 0, plan.stderr
     assert plan.stdout.strip() == (f"plan for tenant {tenant} (tenant-wide): skills: 2 created, 0 updated, "
                                    "0 unchanged; triggers: 1 created, 0 updated, 0 unchanged (nothing written)")
     assert await ProceduralLayer(store).query_skills(MemoryScope(tenant)) == []  # the plan wrote nothing
     assert await store.catalog_version(MemoryScope(tenant)) == 0
-    first = _cli(neo4j_settings, "seed", str(path))
+    first = run_cli_on(neo4j_settings, "seed", str(path))
     assert "skills: 2 created, 0 updated, 0 unchanged; triggers: 1 created" in first.stdout
     assert f"notice: tenant {tenant!r} holds nothing yet: this seed creates it" in first.stderr
     write("A2")
-    planned = json.loads(_cli(neo4j_settings, "seed", "--plan", "--json", str(path)).stdout)
+    planned = json.loads(run_cli_on(neo4j_settings, "seed", "--plan", "--json", str(path)).stdout)
     assert planned[0]["changes"] == {"skills": {"created": 0, "updated": 1, "unchanged": 1},
                                      "triggers": {"created": 0, "updated": 0, "unchanged": 1}}
     assert sorted(s.label for s in await ProceduralLayer(store).query_skills(MemoryScope(tenant))) == ["A", "B"]
-    second = _cli(neo4j_settings, "seed", str(path))
+    second = run_cli_on(neo4j_settings, "seed", str(path))
     assert "skills: 0 created, 1 updated, 1 unchanged; triggers: 0 created, 0 updated, 1 unchanged" in second.stdout
 
 
@@ -372,7 +373,7 @@ async def test_seed_prints_created_updated_unchanged_and_plan_writes_nothing(
 
 
 async def test_smoke_leaves_nothing_behind(neo4j_settings: Neo4jSettings, store: GraphMemoryStore) -> None:
-    proc = _cli(neo4j_settings, "smoke")
+    proc = run_cli_on(neo4j_settings, "smoke")
     assert proc.returncode == 0, proc.stderr
     smoke_tenant = proc.stdout.split(" in tenant ")[1].split(":")[0]
     [row] = await store.read("tenant_holds", tenant_id=smoke_tenant)
@@ -381,7 +382,7 @@ async def test_smoke_leaves_nothing_behind(neo4j_settings: Neo4jSettings, store:
 
 def test_an_unknown_database_is_one_typed_line_naming_it(neo4j_settings: Neo4jSettings) -> None:
     settings = Neo4jSettings(neo4j_settings.uri, neo4j_settings.user, neo4j_settings.password, "no-such-db")
-    proc = _cli(settings, "skills", "list", "--tenant", "acme")
+    proc = run_cli_on(settings, "skills", "list", "--tenant", "acme")
     assert proc.returncode == 2
     [line] = proc.stderr.splitlines()
     assert line.startswith("error: database 'no-such-db' does not exist on bolt://"), line

@@ -1,4 +1,4 @@
-"""SPEC §13 "An outage keeps the last rules", proven by cutting the connection under a running agent.
+"""An outage keeps the last rules, proven by cutting the connection under a running agent.
 
 The driver of each agent connects through a TCP proxy (``tests._proxy``) in
 front of the real test server; the proxy is closed mid-conversation. Only the

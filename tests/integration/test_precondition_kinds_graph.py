@@ -1,4 +1,4 @@
-"""Each precondition kind, hand-seeded in its odd forms: gate, pre-flight, explain and doctor agree (SPEC §13).
+"""Each precondition kind, hand-seeded in its odd forms: gate, pre-flight, explain and doctor agree.
 
 The node's ``kind`` decides how it is read: a one-word ``text`` node is advice,
 never a tool; a case variant of ``kind`` or an integral float ``position`` is
@@ -15,9 +15,9 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, TurnMemory, create_precondition_gate_node
 from symfonic_graph.skill_source import StoreSkillGetter
+from tests._cli import run_cli_on
 from tests._fakes import ai_calls
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 
@@ -80,10 +80,10 @@ async def test_gate_preflight_explain_and_doctor_agree(
     shown = [line for line in (block.content.splitlines() if block else []) if f"calling `{action}`" in line]
     assert shown == [f"- YOU MUST call {pre} BEFORE calling `{action}` (skill: {suffix})." for pre in lines]
 
-    explained = _cli(neo4j_settings, "explain", "--tenant", scope.tenant_id, "--tool", action, "--json")
+    explained = run_cli_on(neo4j_settings, "explain", "--tenant", scope.tenant_id, "--tool", action, "--json")
     assert explained.returncode == 0, explained.stderr
     assert json.loads(explained.stdout)["verdict"] == ("allowed" if gate_prefix is None else "blocked")
 
-    doctor = _cli(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
+    doctor = run_cli_on(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
     findings = [f for f in json.loads(doctor.stdout) if f.get("node") == f"{scope.tenant_id}-{suffix}"]
     assert bool(findings) == reported, findings

@@ -157,7 +157,8 @@ async def test_the_tenant_clause_is_inside_the_full_text_search(
     # the Lucene query recall sends yields only the tenant's nodes, not the neighbour's 40 matches
     search = recall_search(tenant, term)
     assert sorted(await yielded(driver, search)) == [tenant, tenant]
-    # the same user terms without the tenant clause (the query before issue 12) yield both tenants
+    # the same user terms without the tenant clause (as recall searched before it filtered on the tenant)
+    # yield both tenants
     terms_only = search.split(" +", 1)[1]
     assert len(await yielded(driver, terms_only)) == 42
 
@@ -204,7 +205,7 @@ async def test_tenant_ids_with_punctuation_never_lose_their_rows(
 async def test_tenant_id_without_letters_or_digits_searches_only_its_own(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
 ) -> None:
-    """Such an id has a token like any other (issue 21): the search yields its own node only."""
+    """Such an id has a token like any other: the search yields its own node only."""
     punct = "".join(random.choice("!#%&*+-=?@^~.,;:") for _ in range(48))
     forget.append(punct)
     term = word(tenant)
@@ -216,7 +217,8 @@ async def test_tenant_id_without_letters_or_digits_searches_only_its_own(
 
 
 def _pasted_json(term: str) -> str:
-    """About 3 KB of pasted JSON with 400 distinct words: raised TooManyClauses before issue 12."""
+    """About 3 KB of pasted JSON with 400 distinct words: raised TooManyClauses when recall searched
+    every word at once."""
     message = {"role": "user", "content": f"please check {term} " + " ".join(f"word{i}" for i in range(400))}
     return json.dumps(message)
 

@@ -1,4 +1,4 @@
-"""SPEC §13 / §9: no cache outlives ``max_age``, a run resumed after a human approval included.
+"""No cache outlives ``max_age``, a run resumed after a human approval included.
 
 A ``create_agent`` agent with ``HumanInTheLoopMiddleware`` stops before
 ``deploy`` runs. Meanwhile an emergency rule is added and more than

@@ -1,4 +1,4 @@
-"""SPEC §13 "Rules checked against the agent's tools", on the real graph, through every wiring and the CLI."""
+"""Rules checked against the agent's tools, on the real graph, through every wiring and the CLI."""
 
 from __future__ import annotations
 

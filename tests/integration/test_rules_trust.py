@@ -1,4 +1,4 @@
-"""Rules an operator can trust, on the real graph (SPEC §12).
+"""Rules an operator can trust, on the real graph.
 
 Conversations of a scripted agent (real LangGraph/LangChain loop, real tools
 recording what ran, real Neo4j; only the chat model is scripted) are recorded,
@@ -32,9 +32,9 @@ from symfonic_graph import (
 from symfonic_graph.cli._rules_trust import set_enforcement
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.langgraph import build_agent_graph
+from tests._cli import run_cli_on
 from tests._fakes import Scripted, ai_calls, assert_every_call_answered, recording_tools
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 MISSING = "Missing precondition: call get_status before deliver (skill: Call get_status before deliver)."
@@ -176,31 +176,32 @@ async def test_the_cli_mines_proposes_approves_replays_and_shadows(
     path = await _recorded_file(store, scope, tmp_path / "conversations.jsonl")
     t = ["--tenant", scope.tenant_id]
 
-    table = _cli(neo4j_settings, "rules", "mine", str(path), *t, "--actions", "deliver")
+    table = run_cli_on(neo4j_settings, "rules", "mine", str(path), *t, "--actions", "deliver")
     assert table.returncode == 0, table.stderr
     assert "get_status -> deliver" in table.stdout and "lookup -> deliver" in table.stdout
     for _ in range(2):
-        proposed = _cli(neo4j_settings, "rules", "mine", str(path), *t, "--actions", "deliver", "--propose", "--json")
+        proposed = run_cli_on(neo4j_settings, "rules", "mine", str(path), *t, "--actions", "deliver", "--propose",
+                              "--json")
         assert proposed.returncode == 0, proposed.stderr
-    drafts = json.loads(_cli(neo4j_settings, "skills", "list", *t, "--drafts", "--json").stdout)
+    drafts = json.loads(run_cli_on(neo4j_settings, "skills", "list", *t, "--drafts", "--json").stdout)
     assert sorted(d["identifier"] for d in drafts) == ["mined:deliver:get_status", "mined:deliver:lookup"]
     assert [d["draft"]["outcome"] for d in json.loads(proposed.stdout)] == ["updated", "updated"]
 
-    approved = _cli(neo4j_settings, "skills", "approve", "mined:deliver:get_status", *t)  # by identifier
+    approved = run_cli_on(neo4j_settings, "skills", "approve", "mined:deliver:get_status", *t)  # by identifier
     assert approved.returncode == 0, approved.stderr
-    report = json.loads(_cli(neo4j_settings, "rules", "replay", str(path), *t, "--json").stdout)
+    report = json.loads(run_cli_on(neo4j_settings, "rules", "replay", str(path), *t, "--json").stdout)
     [rule] = report["rules"]
     assert (report["traces"], rule["action"], rule["blocked"], rule["blocked_in_failure"]) == (8, "deliver", 2, 2)
-    with_drafts = _cli(neo4j_settings, "rules", "replay", str(path), *t, "--include-drafts")
+    with_drafts = run_cli_on(neo4j_settings, "rules", "replay", str(path), *t, "--include-drafts")
     assert with_drafts.returncode == 0 and "conv-6, conv-7" in with_drafts.stdout
 
-    shadowed = _cli(neo4j_settings, "skills", "shadow", rule["skill_id"], *t)
+    shadowed = run_cli_on(neo4j_settings, "skills", "shadow", rule["skill_id"], *t)
     assert shadowed.returncode == 0, shadowed.stderr
     [skill] = await ProceduralLayer(store).query_skills(scope)
     assert skill.enforcement == "shadow"
-    missing = _cli(neo4j_settings, "skills", "enforce", "no-such-skill", *t)
+    missing = run_cli_on(neo4j_settings, "skills", "enforce", "no-such-skill", *t)
     assert missing.returncode == 2 and missing.stderr.startswith("error:")
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"id": "a", "messages": {}}\n')
-    broken = _cli(neo4j_settings, "rules", "replay", str(bad), *t)
+    broken = run_cli_on(neo4j_settings, "rules", "replay", str(bad), *t)
     assert broken.returncode == 2 and "line 1: messages: must be a list" in broken.stderr

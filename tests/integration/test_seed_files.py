@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer
+from tests._cli import run_cli_on
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.anyio
@@ -48,12 +48,12 @@ async def test_the_documented_example_seeds_two_tenants_and_a_second_run_changes
     acme, globex = f"acme-{uuid.uuid4().hex}", f"globex-{uuid.uuid4().hex}"
     path = tmp_path / "example-seed.yaml"
     path.write_text(documented_example(acme, globex), encoding="utf-8")
-    first = _cli(neo4j_settings, "seed", str(path))
+    first = run_cli_on(neo4j_settings, "seed", str(path))
     assert first.returncode == 0, first.stderr
     assert f"seeded 1 skill and 1 trigger into tenant {acme}" in first.stdout
     assert f"seeded 1 skill and 1 trigger into tenant {globex}, namespace user-7" in first.stdout
     after_first = await fingerprint(store, acme, globex)
-    second = _cli(neo4j_settings, "seed", str(path), "--json")
+    second = run_cli_on(neo4j_settings, "seed", str(path), "--json")
     assert second.returncode == 0, second.stderr
     assert await fingerprint(store, acme, globex) == after_first
     assert [(r["tenant_id"], r["namespace"], len(r["skills"]), len(r["triggers"]))
@@ -72,7 +72,7 @@ def test_a_file_scope_and_a_different_command_line_scope_are_refused(
 ) -> None:
     path = tmp_path / "s.yaml"
     path.write_text(documented_example("t-a", "t-b"), encoding="utf-8")
-    proc = _cli(neo4j_settings, "seed", str(path), "--tenant", "someone-else")
+    proc = run_cli_on(neo4j_settings, "seed", str(path), "--tenant", "someone-else")
     assert proc.returncode == 2
     assert proc.stderr.strip().startswith("error:") and len(proc.stderr.strip().splitlines()) == 1
     assert f"{path}: tenant:" in proc.stderr
@@ -81,5 +81,5 @@ def test_a_file_scope_and_a_different_command_line_scope_are_refused(
 def test_a_file_without_a_scope_needs_the_command_line(neo4j_settings: Neo4jSettings, tmp_path: Path) -> None:
     path = tmp_path / "s.json"
     path.write_text(json.dumps({"triggers": [{"condition": "c", "task": "t"}]}), encoding="utf-8")
-    proc = _cli(neo4j_settings, "seed", str(path))
+    proc = run_cli_on(neo4j_settings, "seed", str(path))
     assert proc.returncode == 2 and f"{path}: tenant: is required" in proc.stderr

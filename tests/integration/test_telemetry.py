@@ -1,4 +1,4 @@
-"""The `search_memory` span of a real turn read, on the real graph (SPEC §11 "Observability")."""
+"""The `search_memory` span of a real turn read, on the real graph."""
 
 from __future__ import annotations
 

@@ -17,9 +17,9 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.langgraph import build_agent_graph
+from tests._cli import run_cli_on
 from tests._fakes import Scripted, ai_calls, assert_every_call_answered, recording_tools
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 
 pytestmark = pytest.mark.anyio
 MISSING = "Missing precondition: call verify-identity before issue-refund (skill: Refunds)."
@@ -83,10 +83,10 @@ async def test_rules_lint_reads_the_names_providers_accept(
     store: GraphMemoryStore, seeded: MemoryScope, neo4j_settings: Neo4jSettings
 ) -> None:
     t = seeded.tenant_id
-    fits = _cli(neo4j_settings, "rules", "lint", "--tenant", t, "--tools", "issue-refund,verify-identity,lookup")
+    fits = run_cli_on(neo4j_settings, "rules", "lint", "--tenant", t, "--tools", "issue-refund,verify-identity,lookup")
     assert fits.returncode == 0, fits.stdout + fits.stderr
     assert fits.stdout.startswith("no problems found")
-    lacks = _cli(neo4j_settings, "rules", "lint", "--tenant", t, "--tools", "issue-refund,lookup")
+    lacks = run_cli_on(neo4j_settings, "rules", "lint", "--tenant", t, "--tools", "issue-refund,lookup")
     assert lacks.returncode == 1
     assert lacks.stdout.startswith("ERROR Refunds: precondition tool `verify-identity` is not among the agent's tools")
 
@@ -103,12 +103,12 @@ async def test_an_unguardable_hand_seeded_action_tool_is_a_lint_error_and_a_doct
         """,
         t=scope.tenant_id, database_=store.database,
     )
-    lint = _cli(neo4j_settings, "rules", "lint", "--tenant", scope.tenant_id, "--json", "--tools",
+    lint = run_cli_on(neo4j_settings, "rules", "lint", "--tenant", scope.tenant_id, "--json", "--tools",
                 "issue refund,issue-refund,issue_refund,verify-identity")
     assert lint.returncode == 1, lint.stdout + lint.stderr
     [finding] = json.loads(lint.stdout)
     assert finding["level"] == "ERROR" and finding["code"] == "action_tool_not_a_tool_name"
-    doctor = _cli(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
+    doctor = run_cli_on(neo4j_settings, "doctor", "--tenant", scope.tenant_id, "--json")
     problems = [f["problem"] for f in json.loads(doctor.stdout) if f["node"] == f"{scope.tenant_id}-spaced"]
     assert any(p.startswith("action_tool: 'issue refund' is not a tool name") for p in problems), problems
     assert any("the gate ignores this skill" in p for p in problems), problems  # and it guards nothing

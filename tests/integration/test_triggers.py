@@ -29,7 +29,7 @@ def req(prompt: str) -> SimpleNamespace:
 
 async def seed_plain(store: GraphMemoryStore, tenant: str | None, namespace: str | None, condition: str,
                      task: str, status: str = "pending") -> str:
-    """A trigger written by an operator with plain Cypher in the SPEC §3 shape (no library call)."""
+    """A trigger written by an operator with plain Cypher in the documented graph shape (no library call)."""
     tid = f"seed-{uuid.uuid4().hex}"
     await store.driver.execute_query(
         "CREATE (t:Trigger {id: $id, tenant_id: $tenant_id, namespace: $namespace, condition: $condition, "

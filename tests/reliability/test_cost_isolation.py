@@ -1,4 +1,4 @@
-"""Issue 21, cost isolation: a neighbour's data never costs a turn's trigger read or recall anything.
+"""Cost isolation: a neighbour's data never costs a turn's trigger read or recall anything.
 
 Cost is counted, never timed: PROFILE db hits and rows of the query a turn or
 recall runs. The other tests prove the keys that make this so (migration

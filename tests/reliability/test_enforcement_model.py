@@ -1,4 +1,4 @@
-"""The gate against a small reference model of SPEC §13, on random conversations and rules.
+"""The gate against a small reference model of the enforcement rules, on random conversations and rules.
 
 Random conversations (calls with arguments, failed results, user messages, in
 LangChain objects, their dicts or the OpenAI wire shape) meet random rules of
@@ -66,7 +66,7 @@ def _random_case(rng: random.Random) -> tuple[Any, ...]:
             rng.choice(["objects", "dict", "openai"]))
 
 
-# --- the reference model, from SPEC §4 and §13 ----------------------------------------------
+# --- the reference model: a rule blocks its action until its preconditions hold ---------------
 
 
 def _json(value: Any) -> str:

@@ -1,4 +1,4 @@
-"""Recall under hostile input and a noisy neighbour (issue 12), against a real Neo4j.
+"""Recall under hostile input and a noisy neighbour, against a real Neo4j.
 
 * Hostile text, arguments and tenant ids through ``recall``: the only
   acceptable outcomes are hits of the caller's own scope, or a typed error

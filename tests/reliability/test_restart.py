@@ -291,8 +291,9 @@ async def test_stop_and_restart_under_load(tmp_path: Path, monkeypatch: pytest.M
         assert not untyped, f"untyped errors: {untyped[:3]}"
         assert load.outage_results, "no turn ran during the outage"
         for gate_out, strict_out, contributions in load.outage_results:
-            # SPEC §13: the last rules read before the outage are still enforced (within outage_grace), by
-            # default and in strict mode alike; pass-through is only for a scope without a recent catalog.
+            # An outage keeps the last rules: those read before the outage are still enforced
+            # (within outage_grace), by default and in strict mode alike; pass-through is only for a scope
+            # without a recent catalog.
             for out in (gate_out, strict_out):
                 [blocked] = out["messages"]
                 assert blocked.status == "error" and str(blocked.content).startswith(

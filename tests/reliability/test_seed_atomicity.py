@@ -1,4 +1,4 @@
-"""Seed files are all or nothing (SPEC §10): a file cut at any entry leaves nothing behind.
+"""Seed files are all or nothing: a file cut at any entry leaves nothing behind.
 
 A two-scope file is broken at every one of its entries, once by a value that
 validation refuses and once by a key another tenant holds (refused inside the
@@ -18,8 +18,8 @@ from symfonic_graph import GraphMemoryStore, MemoryScope
 from symfonic_graph.errors import AuthorityError, ValidationError
 from symfonic_graph.ops.seedfile import load_seed_file
 from symfonic_graph.ops.seeding import apply_seed, plan_seed
+from tests._cli import run_cli_on
 from tests.conftest import Neo4jSettings
-from tests.integration.test_cli import _cli
 from tests.reliability._stats import FIGURES
 
 pytestmark = [pytest.mark.reliability, pytest.mark.anyio]
@@ -123,10 +123,10 @@ def test_the_cli_names_file_and_entry_in_one_line_and_writes_nothing(
     path = tmp_path / "seed.yaml"
     path.write_text(f"tenant: {tenant}\nskills:\n  - {{label: ok, steps: [x], source_tag: 'authored:t'}}\n"
                     "triggers:\n  - {condition: c, task: ''}\n", encoding="utf-8")
-    proc = _cli(neo4j_settings, "seed", str(path))
+    proc = run_cli_on(neo4j_settings, "seed", str(path))
     assert proc.returncode == 2
     assert proc.stderr.strip() == f"error: {path}: triggers[0].task: must not be empty"
-    listed = _cli(neo4j_settings, "skills", "list", "--tenant", tenant, "--json")
+    listed = run_cli_on(neo4j_settings, "skills", "list", "--tenant", tenant, "--json")
     assert json.loads(listed.stdout) == []
 
 

@@ -1,4 +1,4 @@
-"""No torn rules (SPEC §9): turns racing live re-seeds never see half a skill.
+"""No torn rules: turns racing live re-seeds never see half a skill.
 
 A writer re-seeds a tenant's skills over and over, switching every skill
 between two precondition lists in one transaction; readers take turn

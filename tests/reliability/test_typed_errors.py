@@ -1,4 +1,4 @@
-"""Typed errors only (SPEC §10): bad credentials, a refused connection and a query error.
+"""Typed errors only: bad credentials, a refused connection and a query error.
 
 Each case goes through a public call (which must raise the typed error, with
 the driver's exception as its cause) and through the CLI, in-process (one line

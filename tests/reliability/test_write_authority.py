@@ -1,4 +1,4 @@
-"""Write authority (SPEC §10): a write changes only what its own scope owns.
+"""Write authority: a write changes only what its own scope owns.
 
 Regression tests for what an attacker and an operator found in the first
 release: a namespace scope changing tenant-wide memory, one tenant deleting

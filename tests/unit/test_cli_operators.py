@@ -1,4 +1,4 @@
-"""Operator CLI behaviour that needs no database (SPEC §14): parsing, --version, a failed server start."""
+"""Operator CLI behaviour that needs no database: parsing, --version, a failed server start."""
 
 from __future__ import annotations
 

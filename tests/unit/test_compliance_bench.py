@@ -26,7 +26,7 @@ from bench.compliance import (
 from symfonic_graph.gate import called_tools
 from symfonic_graph.learning.mining import mine_rules
 from symfonic_graph.learning.traces import Outcome, Trace
-from tests.unit._skills import skill, state_pred
+from tests._skills import skill, state_pred
 
 
 class Shop:

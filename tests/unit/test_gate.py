@@ -1,4 +1,4 @@
-"""The gate node, its condition and its decision trace (SPEC §5)."""
+"""The gate node, its condition and its decision trace."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from symfonic_graph.gate import (
     precondition_condition,
     terminal_tool_calls,
 )
-from tests.unit._skills import ai, result, skill, state_pred
+from tests._skills import ai, result, skill, state_pred
 
 
 @pytest.fixture
@@ -240,7 +240,7 @@ async def test_lookup_failure_in_strict_mode_blocks_every_call(caplog: pytest.Lo
 @pytest.mark.anyio
 async def test_garbage_from_the_lookup_is_a_configuration_error() -> None:
     async def garbage(state: Any) -> Any:
-        return 42  # SPEC §13: no iterable of skills is a programming error, never a pass-through
+        return 42  # no iterable of skills is a programming error, never a pass-through
 
     with pytest.raises(ConfigurationError, match="returned int 42"):
         await create_precondition_gate_node(garbage)({"messages": [ai(("c1", "post_message"))]})

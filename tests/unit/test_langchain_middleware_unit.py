@@ -25,7 +25,7 @@ from symfonic_graph import GraphMemoryStore, MemoryScope, TurnMemory, TurnSnapsh
 from symfonic_graph.errors import ScopeError
 from symfonic_graph.langchain import MemoryMiddleware, scope_in_context, with_preflight
 from tests._fakes import Scripted, ai_calls
-from tests.unit._skills import ai, result, skill
+from tests._skills import ai, result, skill
 
 SCOPE = MemoryScope("acme", "user-7")
 

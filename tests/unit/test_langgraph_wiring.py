@@ -14,7 +14,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.langgraph import build_agent_graph, create_guarded_tool_node
 from tests._fakes import Scripted, assert_calls_answered, scripted
-from tests.unit._skills import ai, skill
+from tests._skills import ai, skill
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""SPEC §13 "Rules checked against the agent's tools", without a database."""
+"""Rules checked against the agent's tools, without a database."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import importlib
 import logging
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
@@ -16,16 +15,12 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.rules.lint import ToolLinter, lint_rules
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.rules.ruleset import RuleSet
+from tests._skills import skill
 
-
-def skill(action: str, pre: list[str], label: str, sid: str, tenant: str = "acme") -> Any:
-    return SimpleNamespace(id=sid, tenant_id=tenant, namespace=None,
-                           metadata={"label": label, "action_tool": action, "precondition": pre, "id": sid})
-
-
-TYPO = skill("delete_acount", ["verify_identity"], "Close account", "sk-1")
-MANAGER = skill("issue_refund", ["lookup_order", "request_manager_approval"], "Refunds", "sk-2")
-FINE = skill("issue_refund", ["lookup_order"], "Refund lookup", "sk-3")
+TYPO = skill("delete_acount", ["verify_identity"], label="Close account", id="sk-1", tenant_id="acme")
+MANAGER = skill("issue_refund", ["lookup_order", "request_manager_approval"], label="Refunds", id="sk-2",
+                tenant_id="acme")
+FINE = skill("issue_refund", ["lookup_order"], label="Refund lookup", id="sk-3", tenant_id="acme")
 TOOLS = ["lookup_order", "issue_refund", "verify_identity", "delete_account"]
 
 

@@ -1,4 +1,4 @@
-"""SPEC §13 "Programming errors are loud": only a store outage takes the pass-through / strict path.
+"""Programming errors are loud: only a store outage takes the pass-through / strict path.
 
 A lookup that raises anything else, or returns something that is no iterable
 of skills, raises ``ConfigurationError`` out of the gate (logged at ERROR with

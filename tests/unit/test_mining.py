@@ -1,4 +1,4 @@
-"""mine_rules follows SPEC §12 exactly: activation, violations, outcomes, pruning, determinism."""
+"""mine_rules, exactly: activation, violations, outcomes, pruning, determinism."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The precondition kinds of SPEC §12-§13, decided by the pure gate (no database)."""
+"""The precondition kinds, decided by the pure gate (no database)."""
 
 from __future__ import annotations
 
@@ -20,11 +20,7 @@ from symfonic_graph.shape.records import (
     ToolPrecondition,
     precondition_from_input,
 )
-
-
-def skill(action: str, *pre: Any, label: str = "L", enforcement: str | None = None) -> Any:
-    return SimpleNamespace(id=f"s-{action}", metadata={"label": label, "action_tool": action,
-                                                       "precondition": list(pre), "enforcement": enforcement})
+from tests._skills import skill
 
 
 def call(name: str, call_id: str, **args: Any) -> AIMessage:
@@ -40,7 +36,7 @@ def verdicts(messages: list[Any], skills: list[Any], **kw: Any) -> list[str]:
     return [d.verdict for d in gate_decisions(messages, skills, {}, **kw)]
 
 
-REFUND = skill("issue_refund", "verify_identity", label="Refunds")
+REFUND = skill("issue_refund", ["verify_identity"], label="Refunds", id="s-issue_refund")
 
 
 def test_a_failed_check_meets_no_precondition_and_the_error_says_so() -> None:
@@ -62,7 +58,8 @@ def test_dict_results_marked_failed_do_not_count_either() -> None:
     assert verdicts(history, [REFUND]) == ["blocked"]
 
 
-SAME_ORDER = skill("issue_refund", {"tool": "lookup_order", "same_args": ["order_id"]}, label="Refunds")
+SAME_ORDER = skill("issue_refund", [{"tool": "lookup_order", "same_args": ["order_id"]}], label="Refunds",
+                   id="s-issue_refund")
 
 
 def test_same_args_binds_the_check_to_the_data() -> None:
@@ -90,7 +87,7 @@ def test_same_args_reads_openai_function_arguments() -> None:
 
 
 def test_within_user_turn_only_counts_calls_after_the_latest_user_message() -> None:
-    rule = skill("issue_refund", {"tool": "verify_identity", "within": "user_turn"})
+    rule = skill("issue_refund", [{"tool": "verify_identity", "within": "user_turn"}], id="s-issue_refund")
     before = [HumanMessage("hi"), call("verify_identity", "c1"), result("verify_identity", "c1")]
     assert verdicts([*before, call("issue_refund", "c2")], [rule]) == ["allowed"]
     assert verdicts([*before, HumanMessage("refund 7777 too"), call("issue_refund", "c2")], [rule]) == ["blocked"]
@@ -98,7 +95,7 @@ def test_within_user_turn_only_counts_calls_after_the_latest_user_message() -> N
 
 
 def test_any_of_groups_are_met_by_one_member() -> None:
-    rule = skill("close_account", {"any": ["sso_login", "verify_identity"]}, label="Close")
+    rule = skill("close_account", [{"any": ["sso_login", "verify_identity"]}], label="Close", id="s-close_account")
     assert verdicts([call("close_account", "c1")], [rule]) == ["blocked"]
     decision = gate_decisions([call("close_account", "c1")], [rule], {})[0]
     assert (decision.content() or "").startswith(
@@ -108,18 +105,19 @@ def test_any_of_groups_are_met_by_one_member() -> None:
 
 
 def test_if_missing_apply_makes_a_rule_hold_when_the_state_does_not_say() -> None:
-    rule = skill("close_account", "verify_identity", {"state": {"path": "channel", "op": "eq", "value": "web",
-                                                                "if_missing": "apply"}})
-    plain = skill("close_account", "verify_identity", {"state": {"path": "channel", "op": "eq", "value": "web"}})
+    rule = skill("close_account", ["verify_identity", {"state": {"path": "channel", "op": "eq", "value": "web",
+                                                                "if_missing": "apply"}}], id="s-close_account")
+    plain = skill("close_account", ["verify_identity", {"state": {"path": "channel", "op": "eq", "value": "web"}}],
+                  id="s-close_account")
     turn = [call("close_account", "c1")]
     assert [d.verdict for d in gate_decisions(turn, [rule], {})] == ["blocked"]
-    assert [d.verdict for d in gate_decisions(turn, [plain], {})] == ["allowed"]  # SPEC §4 default
+    assert [d.verdict for d in gate_decisions(turn, [plain], {})] == ["allowed"]  # if_missing "skip" by default
     assert [d.verdict for d in gate_decisions(turn, [rule], {"channel": "phone"})] == ["allowed"]
 
 
 def test_the_gates_own_error_survives_an_openai_round_trip() -> None:
-    deploy = skill("deploy", "run_tests", label="Deploy")
-    announce = skill("announce", "deploy", label="Announce")
+    deploy = skill("deploy", ["run_tests"], label="Deploy", id="s-deploy")
+    announce = skill("announce", ["deploy"], label="Announce", id="s-announce")
     first = [HumanMessage("ship it"), call("deploy", "c1")]
     error = gate_decisions(first, [deploy, announce], {})[0].to_tool_message()
     assert error is not None
@@ -129,7 +127,7 @@ def test_the_gates_own_error_survives_an_openai_round_trip() -> None:
 
 
 def test_shadow_rules_never_block_but_are_reported() -> None:
-    shadow = skill("issue_refund", "verify_identity", enforcement="shadow")
+    shadow = skill("issue_refund", ["verify_identity"], enforcement="shadow", id="s-issue_refund")
     decision = gate_decisions([call("issue_refund", "c1")], [shadow], {})[0]
     assert decision.verdict == "allowed" and [c.skill_id for c in decision.shadowed] == ["s-issue_refund"]
     assert verdicts([call("issue_refund", "c1")], [shadow], enforce_shadow=True) == ["blocked"]
@@ -137,8 +135,9 @@ def test_shadow_rules_never_block_but_are_reported() -> None:
 
 
 def test_preflight_lines_name_the_extra_conditions() -> None:
-    rule = skill("issue_refund", {"tool": "lookup_order", "same_args": ["order_id"]},
-                 {"tool": "verify_identity", "within": "user_turn"}, {"any": ["a", "b"]}, "Apologise", label="Refunds")
+    rule = skill("issue_refund", [{"tool": "lookup_order", "same_args": ["order_id"]},
+                                  {"tool": "verify_identity", "within": "user_turn"}, {"any": ["a", "b"]}, "Apologise"],
+                 label="Refunds", id="s-issue_refund")
     assert preflight_lines([rule]) == [
         "- YOU MUST call `lookup_order` (same `order_id`) BEFORE calling `issue_refund` (skill: Refunds).",
         "- YOU MUST call `verify_identity` (after the user's latest message) BEFORE calling `issue_refund`"

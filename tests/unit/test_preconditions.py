@@ -1,4 +1,4 @@
-"""The pure precondition rules (SPEC §4), table-driven."""
+"""The pure precondition rules, table-driven."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from symfonic_graph.preconditions import (
     skill_label,
     state_predicates,
 )
-from tests.unit._skills import FakeSkill, skill, state_pred
+from tests._skills import FakeSkill, skill, state_pred
 
 # --- bare identifiers ------------------------------------------------------------------
 
@@ -136,7 +136,7 @@ def test_precondition_tools(precondition: Any, expected: list[str]) -> None:
             [{"path": "a.b", "op": "eq", "value": 1}, {"path": "c", "op": "exists"}],
         ),
         ({"state": {"path": "c", "op": "exists"}}, [{"path": "c", "op": "exists"}]),
-        ([{"state": "garbage"}], []),  # not a mapping: not a predicate, contributes nothing (SPEC §9)
+        ([{"state": "garbage"}], []),  # not a mapping: not a predicate, contributes nothing
         ([{"state": {"op": "garbage"}}], [{"op": "garbage"}]),  # a malformed mapping is kept: it fails closed
         ([{"tool": "a"}], []),
     ],

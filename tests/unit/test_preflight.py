@@ -1,4 +1,4 @@
-"""The pre-flight block (SPEC §6): exact bytes."""
+"""The pre-flight block: exact bytes."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 
 from symfonic_graph.rules.preflight import build_preflight_contribution
 from symfonic_graph.shape.contributions import PluginContribution
-from tests.unit._skills import skill, state_pred
+from tests._skills import skill, state_pred
 
 POST = skill("post_message", ["get_status", "Be nice.", {"tool": "auth(scope=<s>)"}], label="Post update")
 DEPLOY = skill(None, "run_tests", steps=["deploy(env=prod)"], label=None)

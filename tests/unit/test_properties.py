@@ -13,7 +13,7 @@ from symfonic_graph.gate import gate_decisions, gate_errors
 from symfonic_graph.preconditions import action_tool_of, entries_of, evaluate_predicate, required_tools
 from symfonic_graph.shape.readings import predicate_problem
 from symfonic_graph.shape.records import AnyPrecondition, StatePrecondition, ToolPrecondition
-from tests.unit._skills import ai, result, skill
+from tests._skills import ai, result, skill
 
 KEYS = ["a", "A", "b", "B", "Ab", "c"]
 TOOLS = ["t0", "t1", "t2", "t3"]

@@ -15,6 +15,7 @@ from symfonic_graph.rules.preflight import build_preflight_contribution, preflig
 from symfonic_graph.rules.ruleset import RuleSet, rules_of
 from symfonic_graph.shape.readings import predicate_problem
 from symfonic_graph.shape.records import StatePrecondition, TextPrecondition, ToolPrecondition
+from tests._skills import skill
 from tests.unit.test_properties import predicates, states
 
 TOOLS = ["t0", "t1", "t2"]
@@ -23,8 +24,7 @@ items = st.one_of(st.sampled_from(["p0", "p1", "t0", "Say hi.", "p2(x=1)"]),
                   st.builds(lambda t: {"tool": t}, st.sampled_from(["p0", "p3"])))
 skills = st.lists(
     st.builds(
-        lambda i, action, steps, pre, label: SimpleNamespace(id=f"s{i}", metadata={
-            "label": label, "action_tool": action, "steps": steps, "precondition": pre}),
+        lambda i, action, steps, pre, label: skill(action, pre, label=label, steps=steps, id=f"s{i}"),
         st.integers(0, 99),
         st.one_of(st.none(), st.sampled_from([*TOOLS, "t1(x=2)", "free text"])),
         st.lists(st.sampled_from([*TOOLS, "do it"]), max_size=2),

@@ -1,4 +1,4 @@
-"""OpenTelemetry records of the gate (SPEC §11 "Observability"), and no cost without OpenTelemetry."""
+"""OpenTelemetry records of the gate, and no cost without OpenTelemetry."""
 
 from __future__ import annotations
 

@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from symfonic_graph import ReplayReport, RuleReplay, Trace, load_traces, replay
 from symfonic_graph.errors import ValidationError
-from tests.unit._skills import FakeSkill, skill
+from tests._skills import FakeSkill, skill
 
 AI_LOGIN_BUY = [
     {"role": "assistant", "content": "", "tool_calls": [{"id": "1", "name": "login", "args": {}}]},

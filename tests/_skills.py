@@ -1,4 +1,13 @@
-"""Tiny skill and message helpers for the unit tests (no database)."""
+"""The one skill builder of the tests, and tiny message helpers (no database).
+
+``skill`` builds a skill as the pure rules see it (an id and a ``metadata``
+mapping, duck-typed like a ``Skill``); every test that needs one without a
+database builds it here.
+
+Example:
+    >>> skill("issue_refund", ["verify_identity"], label="Refunds").metadata["precondition"]
+    ['verify_identity']
+"""
 
 from __future__ import annotations
 
@@ -14,6 +23,8 @@ class FakeSkill:
 
     metadata: dict[str, Any] = field(default_factory=dict)
     id: str | None = None
+    tenant_id: str | None = None
+    namespace: str | None = None
 
 
 def skill(
@@ -23,21 +34,23 @@ def skill(
     label: str | None = "L",
     steps: list[str] | None = None,
     id: str | None = None,
+    enforcement: str | None = None,
+    tenant_id: str | None = None,
 ) -> FakeSkill:
-    """Build a FakeSkill with the spec's metadata keys."""
-    return FakeSkill(
-        metadata={
-            "label": label,
-            "steps": steps or [],
-            "action_tool": action_tool,
-            "context": "",
-            "status": "approved",
-            "source": "authored:test",
-            "identifier": None,
-            "precondition": precondition,
-        },
-        id=id,
-    )
+    """A FakeSkill with every metadata key a stored skill has (``enforcement`` only when given)."""
+    metadata = {
+        "label": label,
+        "steps": steps or [],
+        "action_tool": action_tool,
+        "context": "",
+        "status": "approved",
+        "source": "authored:test",
+        "identifier": None,
+        "precondition": precondition,
+    }
+    if enforcement is not None:
+        metadata["enforcement"] = enforcement
+    return FakeSkill(metadata=metadata, id=id, tenant_id=tenant_id)
 
 
 def state_pred(path: Any, op: Any, *value: Any) -> dict[str, Any]:
