@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainValidator, model_validator
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, SerializationInfo, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.shape.names import bare_identifier
@@ -69,6 +69,11 @@ def _entries(value: object) -> tuple[Precondition, ...]:
     return tuple(out)
 
 
+def _dumped(value: tuple[Any, ...], info: SerializationInfo) -> Any:
+    dumped = [entry.model_dump(mode=info.mode) for entry in value]
+    return dumped if info.mode == "json" else tuple(dumped)
+
+
 class Skill(BaseModel):
     """A procedural-memory skill as read from the graph.
 
@@ -101,7 +106,7 @@ class Skill(BaseModel):
     active: bool
     source: str | None
     created_at: datetime | None
-    preconditions: Annotated[tuple[Precondition, ...], PlainValidator(_entries)] = ()
+    preconditions: Annotated[tuple[Precondition, ...], PlainValidator(_entries), PlainSerializer(_dumped)] = ()
     enforcement: str | None = None
     retracted: bool = False
     staged: bool = False
