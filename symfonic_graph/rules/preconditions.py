@@ -39,7 +39,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from symfonic_graph.rules._messages import History
+from symfonic_graph.rules.events import History
 from symfonic_graph.shape.models import guarded_tool, skill_of
 from symfonic_graph.shape.records import (
     KINDS,
@@ -553,7 +553,7 @@ def tool_requirement_met(
     Returns ``(met, failed)``: ``failed`` is True when the only matching calls failed.
 
     Example:
-        >>> from symfonic_graph.rules._messages import CallResult
+        >>> from symfonic_graph.rules.events import CallResult
         >>> history = History((CallResult("verify", None, True, 0),), 0)
         >>> tool_requirement_met(ToolPrecondition(tool="verify"), {}, history)
         (False, True)

@@ -23,7 +23,7 @@ from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
-from symfonic_graph.rules._messages import History
+from symfonic_graph.rules.events import History
 from symfonic_graph.rules.preconditions import (
     CONDITIONS,
     DroppedSkill,
