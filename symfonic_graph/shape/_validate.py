@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Final
 
 from symfonic_graph.errors import ValidationError
@@ -43,10 +44,10 @@ def string_list(field: str, value: object) -> list[str]:
         raise ValidationError(field, "must hold at least one entry")
     if len(value) > MAX_STEPS:
         raise ValidationError(field, f"has {len(value)} entries; at most {MAX_STEPS}")
-    return [bounded(f"{field}[{i}]", text(f"{field}[{i}]", item)) for i, item in enumerate(value)]
+    return [within_property_bytes(f"{field}[{i}]", text(f"{field}[{i}]", item)) for i, item in enumerate(value)]
 
 
-def bounded(field: str, value: str) -> str:
+def within_property_bytes(field: str, value: str) -> str:
     """``value`` if its UTF-8 form fits ``MAX_PROPERTY_BYTES`` (a catalog ships every turn), else a ValidationError."""
     size = len(value.encode("utf-8", "surrogatepass"))
     if size > MAX_PROPERTY_BYTES:
@@ -54,8 +55,8 @@ def bounded(field: str, value: str) -> str:
     return value
 
 
-def bounded_text(field: str, value: object) -> str:
-    return bounded(field, text(field, value))
+def text_within_property_bytes(field: str, value: object) -> str:
+    return within_property_bytes(field, text(field, value))
 
 
 def tool_name(field: str, value: object) -> str:
@@ -63,7 +64,7 @@ def tool_name(field: str, value: object) -> str:
     if name is None and (isinstance(value, str) or value is None):
         raise ValidationError(field, f"must be a tool name such as `lookup_order` or `issue-refund`: "
                                      f"{tool_name_problem(value)}")
-    return bounded_text(field, value).strip()
+    return text_within_property_bytes(field, value).strip()
 
 
 def action_tool_input(field: str, value: object) -> str | None:
@@ -86,7 +87,7 @@ def action_tool_input(field: str, value: object) -> str | None:
 def state_value(field: str, value: object) -> Any:
     """A value Neo4j stores natively: a finite scalar or a list of scalars of one type."""
     if isinstance(value, str):
-        return bounded_text(field, value) if value else value
+        return text_within_property_bytes(field, value) if value else value
     if isinstance(value, float) and not math.isfinite(value):
         raise ValidationError(field, f"must be a finite number, got {value!r}")
     if isinstance(value, _SCALARS):
@@ -98,3 +99,19 @@ def state_value(field: str, value: object) -> Any:
         return [state_value(f"{field}[{i}]", v) for i, v in enumerate(value)]
     raise ValidationError(
         field, f"must be a str, int, float, bool or a list of one of them, got {type(value).__name__}")
+
+
+def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
+    """A pydantic error location as our field path: ``("steps", 0)`` -> ``steps[0]``.
+
+    Example:
+        >>> field_path(("state", "op"), "precondition[0].")
+        'precondition[0].state.op'
+    """
+    path = prefix.rstrip(".")
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path

@@ -42,7 +42,7 @@ from pydantic import ValidationError as PydanticValidationError
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape._limits import MAX_PRECONDITIONS
 from symfonic_graph.shape._validate import action_tool_input, state_value
-from symfonic_graph.shape._validate import bounded_text as _text
+from symfonic_graph.shape._validate import text_within_property_bytes as _text
 from symfonic_graph.shape._validate import tool_name as _tool_name
 from symfonic_graph.shape.names import (
     MAX_TOOL_NAME,

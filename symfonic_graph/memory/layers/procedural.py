@@ -319,10 +319,11 @@ def _skill_row(
     except ValidationError as exc:
         raise ValidationError(p + exc.field, exc.problem) from None
     content = {
-        "label": v.bounded(f"{p}label", v.text(f"{p}label", spec["label"])),
+        "label": v.within_property_bytes(f"{p}label", v.text(f"{p}label", spec["label"])),
         "steps": v.string_list(f"{p}steps", spec["steps"]),
         "action_tool": action_tool_input(f"{p}action_tool", spec.get("action_tool")),
-        "context": v.bounded(f"{p}context", v.text(f"{p}context", spec.get("context", ""), required=False)),
+        "context": v.within_property_bytes(f"{p}context",
+                                           v.text(f"{p}context", spec.get("context", ""), required=False)),
         "source": source,
         "preconditions": preconditions,
     }
