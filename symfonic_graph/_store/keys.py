@@ -13,11 +13,9 @@ from typing import Any
 
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape._limits import MAX_KEY_PART as MAX_KEY_PART
 from symfonic_graph.shape.scope import MemoryScope
 
-# Identifiers and write ids go into the uniquely indexed `symfonic_key`, whose
-# index entries Neo4j caps at about 8 kB: bound them so the key always fits.
-MAX_KEY_PART = 256
 # The largest count a limit takes (Cypher integers are 64-bit).
 MAX_COUNT = 2**62
 

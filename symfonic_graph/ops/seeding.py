@@ -44,17 +44,17 @@ from symfonic_graph._store import (
 )
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.memory.layers.procedural import skill_row
-from symfonic_graph.memory.layers.prospective import trigger_row
+from symfonic_graph.memory.layers.prospective import trigger_input_row
 from symfonic_graph.ops.seedfile import SeedFile
 from symfonic_graph.shape._limits import refuse_over_cap
 from symfonic_graph.shape._revision import rev_digest
+from symfonic_graph.shape.inputs import TriggerInput
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
 
 log = logging.getLogger("symfonic_graph.seeding")
 
 __all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 
-_TRIGGER_FIELDS = frozenset({"condition", "task", "identifier"})
 _SKILL_CONTENT = ("label", "identifier", "steps", "action_tool", "context", "status", "source")
 _PRECONDITION_CONTENT = ("position", "kind", "tool", "same_args", "within", "tools", "path", "op", "value",
                          "if_missing", "text")
@@ -160,12 +160,8 @@ def plan_seed(seed: SeedFile, default: MemoryScope | None, *, write_id: str | No
             return skill_row(scope, entry, write_id=wid, field_prefix=f"skills[{i}].", keyed_by_content=True)
 
         def build_trigger(i: int, entry: Mapping[str, Any], scope: MemoryScope = scope) -> dict[str, Any]:
-            unknown = set(entry) - _TRIGGER_FIELDS
-            if unknown:
-                raise ValidationError(f"triggers[{i}].{sorted(unknown)[0]}", "unknown field")
-            return trigger_row(scope, condition=entry.get("condition"), task=entry.get("task"),
-                               identifier=entry.get("identifier"), write_id=wid,
-                               field_prefix=f"triggers[{i}].", keyed_by_content=True)
+            return trigger_input_row(scope, TriggerInput.read(entry, f"triggers[{i}]."), write_id=wid,
+                                     keyed_by_content=True)
 
         skills = _rows(path, where, block.get("skills") or [], build_skill, "skills")
         triggers = _rows(path, where, block.get("triggers") or [], build_trigger, "triggers")

@@ -30,13 +30,17 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
 
 __all__ = [
-    "MAX_LIST_ITEMS", "MAX_PRECONDITIONS", "MAX_PROPERTY_BYTES", "MAX_SCOPE_WEIGHT", "MAX_SKILLS_PER_SCOPE",
-    "MAX_STEPS", "NODE_WEIGHT", "check_sizes", "refuse_heavy_write", "refuse_over_cap", "skill_weight",
+    "MAX_KEY_PART", "MAX_LIST_ITEMS", "MAX_PRECONDITIONS", "MAX_PROPERTY_BYTES", "MAX_SCOPE_WEIGHT",
+    "MAX_SKILLS_PER_SCOPE", "MAX_STEPS", "NODE_WEIGHT", "check_sizes", "refuse_heavy_write", "refuse_over_cap",
+    "skill_weight",
     "trigger_weight", "weight_of",
 ]
 
 MAX_SKILLS_PER_SCOPE: Final = 2_000
 """Skills one scope may own (staged ones included, retracted ones not); a write past it is refused."""
+MAX_KEY_PART: Final = 256
+"""Characters of an identifier or write id, at most: they go into the uniquely indexed ``symfonic_key``,
+whose index entries Neo4j caps at about 8 kB, so the key always fits."""
 MAX_PROPERTY_BYTES: Final = 8 * 1024
 """UTF-8 bytes of a skill's ``label``, ``context``, each step and each precondition's text, at most."""
 MAX_STEPS: Final = 200

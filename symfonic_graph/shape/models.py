@@ -13,12 +13,28 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, SerializationInfo, model_validator
+from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from symfonic_graph.shape._validate import field_path
+from symfonic_graph.shape.inputs import dump_records
 from symfonic_graph.shape.names import bare_identifier
+from symfonic_graph.shape.properties import (
+    PRECONDITION_PROPERTIES,
+    SKILL_PROPERTIES,
+    WEAKENING_SKILL_PROPERTIES,
+    near_miss,
+)
 from symfonic_graph.shape.readings import node_problem, precondition_from_item, precondition_from_node
-from symfonic_graph.shape.records import KINDS, STATE_OPS, Precondition, _Entry, action_tool_problem, precondition_item
+from symfonic_graph.shape.records import (
+    KINDS,
+    STATE_OPS,
+    Precondition,
+    UnreadablePrecondition,
+    _Entry,
+    action_tool_problem,
+    precondition_item,
+)
 
 log = logging.getLogger("symfonic_graph.models")
 
@@ -69,11 +85,6 @@ def _entries(value: object) -> tuple[Precondition, ...]:
     return tuple(out)
 
 
-def _dumped(value: tuple[Any, ...], info: SerializationInfo) -> Any:
-    dumped = [entry.model_dump(mode=info.mode) for entry in value]
-    return dumped if info.mode == "json" else tuple(dumped)
-
-
 class Skill(BaseModel):
     """A procedural-memory skill as read from the graph.
 
@@ -106,7 +117,7 @@ class Skill(BaseModel):
     active: bool
     source: str | None
     created_at: datetime | None
-    preconditions: Annotated[tuple[Precondition, ...], PlainValidator(_entries), PlainSerializer(_dumped)] = ()
+    preconditions: Annotated[tuple[Precondition, ...], PlainValidator(_entries), PlainSerializer(dump_records)] = ()
     enforcement: str | None = None
     retracted: bool = False
     staged: bool = False
@@ -251,22 +262,6 @@ class _SkillRecord(_Record):
     rev: str | None = None
 
 
-def field_path(loc: Sequence[int | str], prefix: str = "") -> str:
-    """A pydantic error location as our field path: ``("steps", 0)`` -> ``steps[0]``.
-
-    Example:
-        >>> field_path(("state", "op"), "precondition[0].")
-        'precondition[0].state.op'
-    """
-    path = prefix.rstrip(".")
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path
-
-
 def _problems(exc: PydanticValidationError, prefix: str = "") -> list[str]:
     out = []
     for error in exc.errors(include_url=False, include_input=False):
@@ -323,7 +318,7 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
     entries: list[Precondition] = []
     for index, entry in enumerate(raw_preconditions):
         props = entry if isinstance(entry, Mapping) else {}
-        item = precondition_from_node(props)
+        item = _unless_misspelt(precondition_from_node(props), props.get("unknown"))
         position = props.get("position")
         if isinstance(position, float) and position.is_integer():
             position = int(position)  # what a JavaScript client sends for a plain number
@@ -338,6 +333,15 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
         problems.append(f"enforcement: unknown value {record.enforcement!r}; the rule is enforced")
     if (action_problem := action_tool_problem(record.action_tool)) is not None:
         problems.append(action_problem)
+    action_tool = record.action_tool
+    for name, value in _unknown_pairs(row.get("skill")):
+        meant = near_miss(name, SKILL_PROPERTIES)
+        if meant in WEAKENING_SKILL_PROPERTIES:  # the rule would guard another tool, or none: block instead
+            if meant == "action_tool" and action_tool is None and isinstance(value, str) and bare_identifier(value):
+                action_tool = value  # the tool the operator meant to guard is the one blocked
+            reason = f"{name}: looks like a misspelt {meant!r}; the skill blocks its action until it is renamed"
+            entries.append(UnreadablePrecondition(reason=reason))
+            problems.append(f"{reason} (fails closed)")
     if row.get("foreign"):
         problems.append(f"precondition: {row['foreign']} node(s) without this skill's tenant_id were ignored")
     skill = Skill(  # validating again in pydantic-core is faster than model_construct
@@ -347,7 +351,7 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
         label=record.label,
         identifier=record.identifier,
         steps=tuple(record.steps),
-        action_tool=record.action_tool,
+        action_tool=action_tool,
         context=record.context,
         status=record.status,
         active=record.active,
@@ -359,6 +363,29 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
         staged=row.get("staged") is True,
     )
     return SkillReading(record.id, skill, tuple(problems), _is_torn(record.rev, raw_preconditions))
+
+
+def _unless_misspelt(entry: Precondition, unknown: object) -> Precondition:
+    """``entry``, or an unreadable one when its node holds a misspelt property (``same_arg``, ``withn``).
+
+    Read without the property it meant, the precondition would be weaker than
+    written (any arguments, any turn, no ``if_missing``): it blocks instead.
+    """
+    if isinstance(unknown, (list, tuple)):
+        for name in unknown:
+            meant = near_miss(name, PRECONDITION_PROPERTIES)
+            if meant is not None:
+                return UnreadablePrecondition(reason=f"{name}: looks like a misspelt {meant!r}; rename it")
+    return entry
+
+
+def _unknown_pairs(props: object) -> list[tuple[str, object]]:
+    """The undocumented ``[name, short string value or null]`` pairs the ``skill_row`` projection ships."""
+    unknown = props.get("unknown") if isinstance(props, Mapping) else None
+    if not isinstance(unknown, (list, tuple)):
+        return []
+    return [(pair[0], pair[1]) for pair in unknown
+            if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str)]
 
 
 def skill_from_row(row: Mapping[str, Any]) -> Skill | None:

@@ -5,10 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
-
 from symfonic_graph._store import (
-    MAX_KEY_PART,
     GraphMemoryStore,
     Step,
     Written,
@@ -27,28 +24,18 @@ from symfonic_graph.errors import NotFoundError, SymfonicGraphError, ValidationE
 from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape import _validate as v
-from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, skill_weight
+from symfonic_graph.shape._limits import refuse_heavy_write, refuse_over_cap, skill_weight
 from symfonic_graph.shape._revision import revision
+from symfonic_graph.shape.inputs import SkillInput
 from symfonic_graph.shape.models import Skill, read_skills, skill_from_row
-from symfonic_graph.shape.records import action_tool_input, precondition_nodes
 from symfonic_graph.shape.scope import MemoryScope
 
 _NO_LIMIT = 2**62
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
 
 
-class SkillSpec(BaseModel):
-    """One skill to seed in bulk with ``ProceduralLayer.seed_skills``."""
-
-    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
-
-    label: str
-    steps: Sequence[str]
-    source_tag: str
-    action_tool: str | None = None
-    precondition: Any = None
-    context: str = ""
-    identifier: str | None = None
+SkillSpec = SkillInput
+"""One skill to seed in bulk with ``ProceduralLayer.seed_skills``: the skill write input (``shape.inputs``)."""
 
 
 class ProceduralLayer:
@@ -268,16 +255,15 @@ def _approved_rows(
 ) -> list[dict[str, Any]]:
     rows = []
     for i, item in enumerate(skills):
-        spec = item.model_dump() if isinstance(item, SkillSpec) else item
-        if not isinstance(spec, Mapping):
+        if not isinstance(item, (SkillInput, Mapping)):
             raise ValidationError(f"skills[{i}]", "must be a SkillSpec or a mapping")
-        rows.append(_skill_row(scope, spec, "approved", write_id, field_prefix=f"skills[{i}]."))
+        rows.append(_skill_row(scope, item, "approved", write_id, field_prefix=f"skills[{i}]."))
     return rows
 
 
 def skill_row(
     scope: MemoryScope,
-    spec: Mapping[str, Any],
+    spec: SkillInput | Mapping[str, Any],
     *,
     write_id: str | None = None,
     field_prefix: str = "",
@@ -293,7 +279,7 @@ def skill_row(
 
 def _skill_row(
     scope: MemoryScope,
-    spec: Mapping[str, Any],
+    spec: SkillInput | Mapping[str, Any],
     status: str,
     write_id: str | None,
     *,
@@ -301,35 +287,9 @@ def _skill_row(
     authored: bool = True,
     keyed_by_content: bool = False,
 ) -> dict[str, Any]:
-    p = field_prefix
-    unknown = set(spec) - set(SkillSpec.model_fields)
-    if unknown:
-        raise ValidationError(f"{p}{sorted(unknown)[0]}", "unknown field")
-    for required in ("label", "steps", "source_tag"):
-        if required not in spec:
-            raise ValidationError(f"{p}{required}", "is required")
-    source = v.text(f"{p}source_tag", spec["source_tag"])
-    if authored and not source.startswith("authored:"):
-        raise ValidationError(f"{p}source_tag", 'must start with "authored:", e.g. "authored:billing"')
-    identifier = v.optional_text(f"{p}identifier", spec.get("identifier"))
-    if identifier is not None and len(identifier) > MAX_KEY_PART:
-        raise ValidationError(f"{p}identifier", f"must be at most {MAX_KEY_PART} characters")
-    try:
-        preconditions = precondition_nodes(spec.get("precondition"))
-    except ValidationError as exc:
-        raise ValidationError(p + exc.field, exc.problem) from None
-    content = {
-        "label": v.within_property_bytes(f"{p}label", v.text(f"{p}label", spec["label"])),
-        "steps": v.string_list(f"{p}steps", spec["steps"]),
-        "action_tool": action_tool_input(f"{p}action_tool", spec.get("action_tool")),
-        "context": v.within_property_bytes(f"{p}context",
-                                           v.text(f"{p}context", spec.get("context", ""), required=False)),
-        "source": source,
-        "preconditions": preconditions,
-    }
-    check_sizes(f"{p}action_tool", content["action_tool"])
-    for i, pre in enumerate(preconditions):  # every string at most MAX_PROPERTY_BYTES, every list MAX_LIST_ITEMS
-        check_sizes(f"{p}precondition[{i}]", {k: pre[k] for k in ("tool", "tools", "path", "value", "text")})
+    data = dict(spec) if isinstance(spec, SkillInput) else spec  # read again: `authored` depends on the write
+    skill = SkillInput.read(data, field_prefix, authored=authored)
+    content, identifier = skill.content(), skill.identifier
     skill_id = new_id()
     if keyed_by_content and identifier is None:
         key = content_key("skill", scope, content)

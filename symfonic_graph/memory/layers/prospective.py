@@ -6,7 +6,6 @@ from typing import Any
 
 from symfonic_graph._store import (
     MAX_COUNT,
-    MAX_KEY_PART,
     GraphMemoryStore,
     Step,
     check_write_id,
@@ -20,9 +19,9 @@ from symfonic_graph._store import (
     tenant_token,
     trigger_key,
 )
-from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape import _validate as v
-from symfonic_graph.shape._limits import check_sizes, refuse_heavy_write, refuse_over_cap, trigger_weight
+from symfonic_graph.shape._limits import refuse_heavy_write, refuse_over_cap, trigger_weight
+from symfonic_graph.shape.inputs import TriggerInput
 from symfonic_graph.shape.models import Trigger, trigger_from_row
 from symfonic_graph.shape.scope import MemoryScope
 
@@ -111,13 +110,15 @@ def trigger_row(
     With ``keyed_by_content``, a trigger without an identifier is keyed by the
     hash of its condition and task, so writing it again replaces it (seed files).
     """
-    p = field_prefix
-    ident = v.optional_text(f"{p}identifier", identifier)
-    if ident is not None and len(ident) > MAX_KEY_PART:
-        raise ValidationError(f"{p}identifier", f"must be at most {MAX_KEY_PART} characters")
-    content = {"condition": v.text(f"{p}condition", condition), "task": v.text(f"{p}task", task)}
-    for name, value in content.items():  # every turn of the scope ships them
-        check_sizes(f"{p}{name}", value)
+    trigger = TriggerInput.read({"identifier": identifier, "condition": condition, "task": task}, field_prefix)
+    return trigger_input_row(scope, trigger, write_id=write_id, keyed_by_content=keyed_by_content)
+
+
+def trigger_input_row(
+    scope: MemoryScope, trigger: TriggerInput, *, write_id: str | None = None, keyed_by_content: bool = False
+) -> dict[str, Any]:
+    """The ``triggers_write`` row of a validated :class:`TriggerInput` (keys taken from the scope)."""
+    content, ident = trigger.content(), trigger.identifier
     trigger_id = new_id()
     if keyed_by_content and ident is None:
         key = content_key("trigger", scope, content)

@@ -7,8 +7,7 @@ from typing import Any
 
 from symfonic_graph._store import GraphMemoryStore, check_write_id, new_id, tenant_token
 from symfonic_graph.errors import ScopeError, ValidationError
-from symfonic_graph.shape import _validate as v
-from symfonic_graph.shape._limits import check_sizes
+from symfonic_graph.shape.inputs import FactInput
 from symfonic_graph.shape.models import Fact, fact_from_row
 from symfonic_graph.shape.scope import MemoryScope
 
@@ -28,7 +27,7 @@ class SemanticLayer:
 
     async def add_fact(self, scope: MemoryScope, text: str, *, write_id: str | None = None) -> str:
         """Store one fact; return its id."""
-        [fact_id] = await self._write(scope, [_fact_text("text", text)], write_id)
+        [fact_id] = await self._write(scope, [FactInput.of(text).text], write_id)
         return fact_id
 
     async def add_facts(self, scope: MemoryScope, texts: Sequence[str], *, write_id: str | None = None) -> list[str]:
@@ -45,7 +44,7 @@ class SemanticLayer:
             raise ValidationError("texts", f"must be a list of strings, got {type(texts).__name__}")
         if len(texts) > MAX_FACTS_PER_WRITE:
             raise ValidationError("texts", f"holds {len(texts)} facts; write at most {MAX_FACTS_PER_WRITE} per call")
-        checked = [_fact_text(f"texts[{i}]", t) for i, t in enumerate(texts)]
+        checked = [FactInput.of(t, f"texts[{i}]").text for i, t in enumerate(texts)]
         return await self._write(scope, checked, write_id) if checked else []
 
     async def _write(self, scope: MemoryScope, texts: list[str], write_id: str | None) -> list[str]:
@@ -64,10 +63,3 @@ class SemanticLayer:
         """Facts the scope sees, oldest first."""
         rows = await self.store.read("facts_visible", **scope.params(), write_id=check_write_id(write_id))
         return [f for f in (fact_from_row(r["fact"]) for r in rows) if f is not None]
-
-
-def _fact_text(field: str, text: object) -> str:
-    """A fact's text: non-empty, at most ``MAX_PROPERTY_BYTES`` of UTF-8 (``ValidationError`` naming ``field``)."""
-    checked = v.text(field, text)
-    check_sizes(field, checked)
-    return checked

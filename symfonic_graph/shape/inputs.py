@@ -1,0 +1,241 @@
+"""The write input of each node type: one pydantic model each, every error naming its field.
+
+Every write validates through these models before any query runs: the layers
+(``seed_authored_skill``, ``seed_skills``, ``propose_skill``, ``propose_mined``,
+``set_trigger``, ``add_fact``, ``add_facts``) and seed files. A field is added
+to a node type by adding it to its model. An error is the library's
+``ValidationError`` naming the field path, prefixed with the entry it came from
+(``skills[3].steps[0]: must not be empty``); the first problem in field order wins.
+
+Example:
+    >>> skill = SkillInput.read({"label": "Deploy", "steps": ["deploy"], "source_tag": "authored:ci",
+    ...                          "precondition": ["run_tests"]})
+    >>> [p.kind for p in skill.precondition], skill.content()["steps"]
+    (['tool'], ['deploy'])
+    >>> SkillInput.read({"label": "Deploy", "steps": [""], "source_tag": "authored:ci"}, "skills[3].")
+    Traceback (most recent call last):
+    ...
+    symfonic_graph.errors.ValidationError: skills[3].steps[0]: must not be empty
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, ClassVar, Self
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    PlainSerializer,
+    PlainValidator,
+    SerializationInfo,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic import ValidationError as PydanticValidationError
+
+from symfonic_graph.errors import ValidationError
+from symfonic_graph.shape import _validate as v
+from symfonic_graph.shape._limits import MAX_KEY_PART, check_sizes
+from symfonic_graph.shape.records import Precondition, precondition_node, preconditions_from_input
+
+__all__ = ["FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records"]
+
+
+def dump_records(value: tuple[Any, ...], info: SerializationInfo) -> Any:
+    """Precondition records of any registered kind, dumped each by its own class (no serializer warnings)."""
+    dumped = [entry.model_dump(mode=info.mode) for entry in value]
+    return dumped if info.mode == "json" else tuple(dumped)
+
+
+Records = Annotated[
+    tuple[Precondition, ...],
+    PlainValidator(lambda value: preconditions_from_input(value)),
+    PlainSerializer(dump_records),
+]
+"""A skill's preconditions on write: None, one entry or a list, each read strictly by its registered kind."""
+
+
+def _problem(exc: PydanticValidationError, prefix: str) -> ValidationError:
+    """The first error of a validation as our ``ValidationError``, its field path under ``prefix``."""
+    first = exc.errors(include_url=False, include_input=False)[0]
+    raised = (first.get("ctx") or {}).get("error")
+    if isinstance(raised, ValidationError):
+        return ValidationError(prefix + raised.field, raised.problem)
+    where = v.field_path(first["loc"], prefix) or prefix.rstrip(".") or "input"
+    return ValidationError(where, {"missing": "is required", "extra_forbidden": "unknown field",
+                                   "model_type": "must be a mapping"}.get(first["type"], first["msg"]))
+
+
+class WriteInput(BaseModel):
+    """What every write input shares: unknown fields refused first, then required ones, then each field in order.
+
+    ``read(data, prefix, **context)`` validates a mapping (errors named under
+    ``prefix``); constructing the model directly raises pydantic's error wrapping the same one.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    required: ClassVar[tuple[str, ...]] = ()
+    """Fields refused as ``is required`` when absent (before any value is checked)."""
+    absent: ClassVar[Mapping[str, Any]] = {}
+    """Fields that read an absent key as this value (then checked like a given one)."""
+
+    @classmethod
+    def read(cls, data: object, prefix: str = "", **context: Any) -> Self:
+        """``data`` validated; a ``ValidationError`` naming ``prefix`` + the field otherwise."""
+        try:
+            return cls.model_validate(data, context=context)
+        except PydanticValidationError as exc:
+            raise _problem(exc, prefix) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fields_first(cls, data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            return data
+        unknown = set(data) - set(cls.model_fields)
+        if unknown:
+            raise ValidationError(str(sorted(unknown, key=str)[0]), "unknown field")
+        for name in cls.required:
+            if name not in data:
+                raise ValidationError(name, "is required")
+        return {**cls.absent, **data}
+
+
+class SkillInput(WriteInput):
+    """One skill to write (``ProceduralLayer.seed_skills``, a seed file's ``skills`` entry).
+
+    Read with ``authored=True`` (approved skills), ``source_tag`` must start
+    with ``authored:``. ``precondition`` takes None, one entry or a list.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    required: ClassVar[tuple[str, ...]] = ("label", "steps", "source_tag")
+
+    source_tag: str
+    identifier: str | None = None
+    precondition: Records = ()
+    label: str
+    steps: tuple[str, ...]
+    action_tool: str | None = None
+    context: str = ""
+
+    @field_validator("source_tag", mode="plain")
+    @classmethod
+    def _source_tag(cls, value: object, info: ValidationInfo) -> str:
+        source = v.text("source_tag", value)
+        if (info.context or {}).get("authored") and not source.startswith("authored:"):
+            raise ValidationError("source_tag", 'must start with "authored:", e.g. "authored:billing"')
+        return source
+
+    @field_validator("identifier", mode="plain")
+    @classmethod
+    def _identifier(cls, value: object) -> str | None:
+        return _identifier(value)
+
+    @field_validator("label", mode="plain")
+    @classmethod
+    def _label(cls, value: object) -> str:
+        return v.within_property_bytes("label", v.text("label", value))
+
+    @field_validator("steps", mode="plain")
+    @classmethod
+    def _steps(cls, value: object) -> tuple[str, ...]:
+        return tuple(v.string_list("steps", value))
+
+    @field_validator("action_tool", mode="plain")
+    @classmethod
+    def _action_tool(cls, value: object) -> str | None:
+        return v.action_tool_input("action_tool", value)
+
+    @field_validator("context", mode="plain")
+    @classmethod
+    def _context(cls, value: object) -> str:
+        return v.within_property_bytes("context", v.text("context", value, required=False))
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Self:
+        check_sizes("action_tool", self.action_tool)
+        for i, node in enumerate(self.nodes()):  # every string at most MAX_PROPERTY_BYTES, every list MAX_LIST_ITEMS
+            check_sizes(f"precondition[{i}]", {k: node[k] for k in ("tool", "tools", "path", "value", "text")})
+        return self
+
+    def nodes(self) -> list[dict[str, Any]]:
+        """The ``:Precondition`` node properties of ``precondition``, in order."""
+        return [precondition_node(entry, i) for i, entry in enumerate(self.precondition)]
+
+    def content(self) -> dict[str, Any]:
+        """What a write stores of this skill (keyed and stamped by the layer)."""
+        return {"label": self.label, "steps": list(self.steps), "action_tool": self.action_tool,
+                "context": self.context, "source": self.source_tag, "preconditions": self.nodes()}
+
+
+class TriggerInput(WriteInput):
+    """One reminder to write (``ProspectiveLayer.set_trigger``, a seed file's ``triggers`` entry)."""
+
+    absent: ClassVar[Mapping[str, Any]] = {"condition": None, "task": None}
+
+    identifier: str | None = None
+    condition: str
+    task: str
+
+    @field_validator("identifier", mode="plain")
+    @classmethod
+    def _identifier(cls, value: object) -> str | None:
+        return _identifier(value)
+
+    @field_validator("condition", "task", mode="plain")
+    @classmethod
+    def _text(cls, value: object, info: ValidationInfo) -> str:
+        return v.text(str(info.field_name), value)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Self:
+        for name, value in self.content().items():  # every turn of the scope ships them
+            check_sizes(name, value)
+        return self
+
+    def content(self) -> dict[str, Any]:
+        """What a write stores of this trigger (keyed by the layer)."""
+        return {"condition": self.condition, "task": self.task}
+
+
+class FactInput(WriteInput):
+    """One fact to write (``SemanticLayer.add_fact``): a non-empty text of at most ``MAX_PROPERTY_BYTES``."""
+
+    text: str
+
+    @field_validator("text", mode="plain")
+    @classmethod
+    def _text(cls, value: object) -> str:
+        return v.text("text", value)
+
+    @model_validator(mode="after")
+    def _sizes(self) -> Self:
+        check_sizes("text", self.text)
+        return self
+
+    @classmethod
+    def of(cls, text: object, field: str = "text") -> FactInput:
+        """The fact of ``text``; an error names ``field`` (``texts[4]``) instead of ``text``.
+
+        Example:
+            >>> FactInput.of("", "texts[4]")
+            Traceback (most recent call last):
+            ...
+            symfonic_graph.errors.ValidationError: texts[4]: must not be empty
+        """
+        try:
+            return cls.read({"text": text})
+        except ValidationError as exc:
+            raise ValidationError(field + exc.field.removeprefix("text"), exc.problem) from None
+
+
+def _identifier(value: object) -> str | None:
+    ident = v.optional_text("identifier", value)
+    if ident is not None and len(ident) > MAX_KEY_PART:
+        raise ValidationError("identifier", f"must be at most {MAX_KEY_PART} characters")
+    return ident
