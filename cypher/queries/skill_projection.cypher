@@ -24,20 +24,33 @@ s.tenant_id = sc.tenant_id
 // comes back as an entry of an unknown kind with nothing of its content: the
 // model reads it as unreadable, so the skill keeps blocking its action
 // (fails closed) and another tenant's text never reaches this tenant.
+// `unknown` lists the properties of a node that are not documented (a
+// skill's with their value when it is a short string), so that the model can
+// keep a skill blocking when one is a misspelling that would weaken it
+// (`same_arg`, `acton_tool`); the two lists of names equal
+// shape/properties.py's (a test keeps them so).
 CALL (s) {
   OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
   WITH r, p ORDER BY r.position
   RETURN collect(CASE WHEN p IS NULL THEN null
                    WHEN p.tenant_id = s.tenant_id
                    THEN p {.kind, .tool, .same_args, .within, .tools, .path, .op, .value, .if_missing, .text,
-                           position: r.position, rev: p.symfonic_rev}
+                           position: r.position, rev: p.symfonic_rev,
+                           unknown: [k IN keys(p) WHERE NOT k STARTS WITH 'symfonic_' AND NOT k IN
+                             ['tenant_id', 'namespace', 'kind', 'tool', 'same_args', 'within', 'tools', 'path',
+                              'op', 'value', 'if_missing', 'text']]}
                    ELSE {kind: "precondition of no tenant or another tenant (its tenant_id is not this skill's)",
                          position: r.position}
                  END) AS preconditions
 }
 WITH s, {
   skill: s {.id, .tenant_id, .namespace, .label, .identifier, .steps, .action_tool, .context, .status, .active,
-            .source, .enforcement, created_at: toStringOrNull(s.created_at), rev: s.symfonic_rev},
+            .source, .enforcement, created_at: toStringOrNull(s.created_at), rev: s.symfonic_rev,
+            unknown: [k IN keys(s) WHERE NOT k STARTS WITH 'symfonic_' AND NOT k IN
+                        ['id', 'tenant_id', 'namespace', 'label', 'identifier', 'steps', 'action_tool', 'context',
+                         'status', 'active', 'source', 'created_at', 'updated_at', 'enforcement', 'support',
+                         'confidence', 'failures_without', 'examples']
+                      | [k, CASE WHEN valueType(s[k]) STARTS WITH 'STRING' AND size(s[k]) <= 128 THEN s[k] END]]},
   retracted: s:SymfonicRetracted,
   staged: s:SymfonicUnpublished,
   preconditions: preconditions

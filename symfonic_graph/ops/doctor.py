@@ -26,6 +26,12 @@ from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape._limits import MAX_PROPERTY_BYTES, MAX_SCOPE_WEIGHT, MAX_SKILLS_PER_SCOPE, NODE_WEIGHT
 from symfonic_graph.shape._revision import graph_digest, rev_digest
 from symfonic_graph.shape.models import SkillReading, read_skill
+from symfonic_graph.shape.properties import (
+    PRECONDITION_PROPERTIES,
+    SKILL_PROPERTIES,
+    WEAKENING_SKILL_PROPERTIES,
+    near_miss,
+)
 from symfonic_graph.shape.scope import MemoryScope
 
 __all__ = ["Finding", "diagnose"]
@@ -133,55 +139,6 @@ def _text_or_none(value: object) -> str | None:
 
 # --- hand-seeding mistakes: near misses, position gaps, hand edits, shared identifiers ---------
 
-SKILL_PROPERTIES = frozenset({
-    "id", "tenant_id", "namespace", "label", "identifier", "steps", "action_tool", "context", "status", "active",
-    "source", "created_at", "updated_at", "enforcement", "support", "confidence", "failures_without", "examples"})
-PRECONDITION_PROPERTIES = frozenset({
-    "tenant_id", "namespace", "kind", "tool", "same_args", "within", "tools", "path", "op", "value", "if_missing",
-    "text"})
-
-
-def _distance(a: str, b: str, most: int) -> int:
-    """Levenshtein distance of ``a`` and ``b``, or ``most + 1`` once it exceeds ``most``."""
-    if abs(len(a) - len(b)) > most:
-        return most + 1
-    previous = list(range(len(b) + 1))
-    for i, ca in enumerate(a, start=1):
-        row = [i]
-        for j, cb in enumerate(b, start=1):
-            row.append(min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb)))
-        if min(row) > most:
-            return most + 1
-        previous = row
-    return previous[-1]
-
-
-def near_miss(name: object, known: frozenset[str]) -> str | None:
-    """The known property ``name`` was probably meant to be, or None.
-
-    A near miss is not itself known and is within edit distance 2 of a known
-    name, ignoring case (1 for names of 3 or 4 letters, 0 for 2 letters: ``id``
-    on a precondition is not a misspelt ``op``). Library properties
-    (``symfonic_*``) are never near misses.
-
-    Example:
-        >>> near_miss("same_arg", PRECONDITION_PROPERTIES), near_miss("tenantid", PRECONDITION_PROPERTIES)
-        ('same_args', 'tenant_id')
-        >>> near_miss("owner", SKILL_PROPERTIES) is None, near_miss("id", PRECONDITION_PROPERTIES) is None
-        (True, True)
-    """
-    if not isinstance(name, str) or name in known or name.startswith("symfonic_"):
-        return None
-    lowered = name.lower()
-    best: tuple[int, str] | None = None
-    for candidate in sorted(known):
-        most = min(2, max(0, (len(candidate) - 1) // 2))
-        distance = _distance(lowered, candidate, most)
-        if distance <= most and (best is None or distance < best[0]):
-            best = (distance, candidate)
-    return None if best is None else best[1]
-
-
 def _int_position(value: object) -> int | None:
     if isinstance(value, float) and value.is_integer():
         value = int(value)
@@ -207,16 +164,20 @@ def shape_findings(row: dict[str, Any]) -> Iterator[Finding]:
         meant = near_miss(name, SKILL_PROPERTIES)
         if meant is not None:
             yield Finding("misspelt_properties", "Skill", node,
-                          f"property {name!r} is not a skill property: did you mean {meant!r}? Every read ignores "
-                          f"{name!r}, so the skill reads as if {meant!r} were not set; rename it", *scope)
+                          f"property {name!r} is not a skill property: did you mean {meant!r}? "
+                          + ("Until it is renamed the skill blocks its action (fails closed); rename it"
+                             if meant in WEAKENING_SKILL_PROPERTIES else
+                             f"Every read ignores {name!r}, so the skill reads as if {meant!r} were not set; "
+                             "rename it"),
+                          *scope)
     for entry in row.get("precondition_keys") or []:
         for name in entry.get("keys") or []:
             meant = near_miss(name, PRECONDITION_PROPERTIES)
             if meant is not None:
                 yield Finding("misspelt_properties", "Skill", node,
                               f"precondition at position {entry.get('position')!r}: property {name!r} is not a "
-                              f"precondition property: did you mean {meant!r}? Every read ignores {name!r}, so the "
-                              f"rule is not what was written; rename it", *scope)
+                              f"precondition property: did you mean {meant!r}? Until it is renamed the precondition "
+                              f"is unreadable and the skill blocks its action (fails closed); rename it", *scope)
     preconditions = [p for p in skill_row.get("preconditions") or [] if isinstance(p, dict)]
     positions = [_int_position(p.get("position")) for p in preconditions]
     numbered = sorted(p for p in positions if p is not None)

@@ -114,7 +114,7 @@ MISTAKES = [
     # -- silent before -------------------------------------------------------------------------------------------
     Mistake("forgotten catalog bump", _SKILL, None, base="none", calls="bump"),
     Mistake("same_arg for same_args", f"{_P0} REMOVE p.same_args SET p.same_arg = ['order_id'];\n" + _BUMP,
-            "misspelt_properties", "'same_arg'"),
+            "misspelt_properties", "'same_arg'", calls="full"),
     Mistake("same identifier twice, second without key", "MERGE (s:Skill {tenant_id: 'T', id: 'T-refund-2'}) "
             "SET s.identifier = 'refund', s.label = 'Refund again', s.steps = ['refund'], s.status = 'approved';\n"
             "MATCH (s:Skill {tenant_id: 'T', id: 'T-refund-2'}) CREATE (s)-[:REQUIRES {position: 0}]->"
@@ -131,10 +131,11 @@ MISTAKES = [
     # -- near misses of a known property ---------------------------------------------------------------------------
     Mistake("if_mising", _REFUND + " CREATE (s)-[:REQUIRES {position: 2}]->(:Precondition {tenant_id: 'T', "
             "kind: 'state', path: 'messages', op: 'exists', if_mising: 'apply'});\n" + _BUMP,
-            "misspelt_properties", "'if_missing'"),
-    Mistake("withn", f"{_P0} SET p.withn = 'user_turn';\n" + _BUMP, "misspelt_properties", "'within'"),
-    Mistake("acton_tool", f"{_REFUND} REMOVE s.action_tool SET s.acton_tool = 'refund', s.steps = ['refund'];\n"
-            + _BUMP, "misspelt_properties", "'action_tool'"),
+            "misspelt_properties", "'if_missing'", calls="full"),
+    Mistake("withn", f"{_P0} SET p.withn = 'user_turn';\n" + _BUMP, "misspelt_properties", "'within'",
+            calls="full"),
+    Mistake("acton_tool", f"{_REFUND} REMOVE s.action_tool SET s.acton_tool = 'refund', s.steps = ['lookup_order'];\n"
+            + _BUMP, "misspelt_properties", "'action_tool'", calls="full"),
     Mistake("tenantid on a precondition", f"{_P0} SET p.tenantid = p.tenant_id REMOVE p.tenant_id;\n" + _BUMP,
             "misspelt_properties", "'tenant_id'", calls="full"),
 ]
