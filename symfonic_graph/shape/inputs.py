@@ -199,8 +199,8 @@ class TriggerInput(WriteInput):
         return self
 
     def content(self) -> dict[str, Any]:
-        """What a write stores of this trigger (keyed by the layer)."""
-        return {"condition": self.condition, "task": self.task}
+        """What a write stores of this trigger: every field but ``identifier`` (which keys it, in the layer)."""
+        return self.model_dump(exclude={"identifier"})
 
 
 class FactInput(WriteInput):

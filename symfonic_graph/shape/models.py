@@ -8,12 +8,12 @@ bad predicate kept so that it fails closed) and logged once per node.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, PlainSerializer, PlainValidator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, PlainValidator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.shape._validate import field_path
@@ -83,6 +83,21 @@ def _entries(value: object) -> tuple[Precondition, ...]:
             raise ValueError(f"{entry!r} is not a precondition record")
         out.append(entry)
     return tuple(out)
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nulls_are_defaults(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            return {key: value for key, value in data.items() if value is not None}
+        return data
+
+
+_Date = Annotated[datetime | None, BeforeValidator(_as_datetime)]
+"""A date property read leniently: a Neo4j temporal, a datetime or an ISO string, else None."""
 
 
 class Skill(BaseModel):
@@ -200,31 +215,33 @@ def skill_of(skill: object) -> Skill:
         retracted=False, staged=False)
 
 
-class Trigger(BaseModel):
-    """A stored reminder: when ``condition`` holds, offer ``task``."""
+class Trigger(_Record):
+    """A stored reminder: when ``condition`` holds, offer ``task``.
 
-    model_config = ConfigDict(frozen=True)
+    Also the read model of a trigger node (``trigger_row``): strict types,
+    absent and null properties taking the defaults, unknown ones ignored, dates
+    read leniently (Neo4j values or ISO strings, else None). Fields are checked
+    in the order declared; :func:`trigger_from_row` skips a row that fails.
+    """
 
     id: str
-    tenant_id: str
-    namespace: str | None
     condition: str
     task: str
-    status: str
-    created_at: datetime | None
-    resolved_at: datetime | None
+    namespace: str | None = None
+    tenant_id: str
+    status: str = ""
+    created_at: _Date = None
+    resolved_at: _Date = None
 
 
-class Fact(BaseModel):
-    """A semantic-memory fact: one sentence of text."""
-
-    model_config = ConfigDict(frozen=True)
+class Fact(_Record):
+    """A semantic-memory fact: one sentence of text (also the read model of a fact node, as ``Trigger``)."""
 
     id: str
-    tenant_id: str
-    namespace: str | None
     text: str
-    created_at: datetime | None
+    tenant_id: str
+    namespace: str | None = None
+    created_at: _Date = None
 
 
 # --- the one skill read model ---------------------------------------------------
@@ -232,17 +249,6 @@ class Fact(BaseModel):
 # Every path that reads skills (TurnMemory, query_skills, skill lookups, the CLI,
 # doctor) projects them with the `skill_row` Cypher fragment and builds them
 # here. Absent and null properties both take the documented default.
-
-
-class _Record(BaseModel):
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _nulls_are_defaults(cls, data: Any) -> Any:
-        if isinstance(data, Mapping):
-            return {key: value for key, value in data.items() if value is not None}
-        return data
 
 
 class _SkillRecord(_Record):
@@ -409,47 +415,35 @@ def read_skills(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Skill], bool]:
     return skills, torn
 
 
-def _str_or_none(props: Mapping[str, Any], key: str) -> tuple[bool, str | None]:
-    value = props.get(key)
-    return (value is None or isinstance(value, str)), value
+_N = TypeVar("_N", bound=_Record)
+
+
+def _read_node(model: type[_N], props: Mapping[str, Any], problem: Callable[[str, object], tuple[str, str]]
+               ) -> _N | None:
+    """``props`` read by ``model``, or None, logging ``problem(field, id)`` (node, text) once per node
+    for the first field (in declared order) that failed."""
+    try:
+        return model.model_validate(props)
+    except PydanticValidationError as exc:
+        failed = {error["loc"][0] for error in exc.errors(include_url=False) if error["loc"]}
+        _log_once(*problem(next((f for f in model.model_fields if f in failed), "id"), props.get("id")))
+        return None
 
 
 def trigger_from_row(props: Mapping[str, Any]) -> Trigger | None:
-    """Build a Trigger from its node's properties, or None if malformed."""
-    node_id = props.get("id")
-    if not isinstance(node_id, str):
-        _log_once(repr(node_id), "trigger without a string `id`")
-        return None
-    for key in ("condition", "task"):
-        if not isinstance(props.get(key), str):
-            _log_once(node_id, f"trigger `{key}` is not a string")
-            return None
-    ok, _ = _str_or_none(props, "namespace")
-    if not ok:
-        _log_once(node_id, "trigger `namespace` is not a string")
-        return None
-    return Trigger(
-        id=node_id,
-        tenant_id=props["tenant_id"],
-        namespace=props.get("namespace"),
-        condition=props["condition"],
-        task=props["task"],
-        status=props.get("status", ""),
-        created_at=_as_datetime(props.get("created_at")),
-        resolved_at=_as_datetime(props.get("resolved_at")),
-    )
+    """The Trigger of a node's properties (``trigger_row``), or None if malformed (logged once per node).
+
+    Example:
+        >>> trigger_from_row({"id": "t1", "tenant_id": "acme", "condition": "c", "task": 5}) is None
+        True
+    """
+    return _read_node(Trigger, props, lambda field, node: (
+        (repr(node), "trigger without a string `id`") if field == "id"
+        else (str(node), f"trigger `{field}` is not a string")))
 
 
 def fact_from_row(props: Mapping[str, Any]) -> Fact | None:
-    """Build a Fact from its node's properties, or None if malformed."""
-    node_id = props.get("id")
-    if not isinstance(node_id, str) or not isinstance(props.get("text"), str):
-        _log_once(repr(node_id), "fact without a string `id` and `text`")
-        return None
-    return Fact(
-        id=node_id,
-        tenant_id=props["tenant_id"],
-        namespace=props.get("namespace"),
-        text=props["text"],
-        created_at=_as_datetime(props.get("created_at")),
-    )
+    """The Fact of a node's properties (``fact_row``), or None if malformed (logged once per node)."""
+    return _read_node(Fact, props, lambda field, node: (
+        repr(node), "fact without a string `id` and `text`" if field in ("id", "text")
+        else f"fact `{field}` is not a string"))
