@@ -38,7 +38,12 @@ from pydantic import ValidationError as PydanticValidationError
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import MAX_KEY_PART, check_sizes
-from symfonic_graph.shape.records import Precondition, precondition_node, preconditions_from_input
+from symfonic_graph.shape.records import (
+    Precondition,
+    precondition_item,
+    precondition_node,
+    preconditions_from_input,
+)
 
 __all__ = ["FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records"]
 
@@ -49,10 +54,15 @@ def dump_records(value: tuple[Any, ...], info: SerializationInfo) -> Any:
     return dumped if info.mode == "json" else tuple(dumped)
 
 
+def dump_inputs(value: tuple[Any, ...]) -> list[Any]:
+    """Precondition records in their write-input form (``{"state": {...}}``): a dump reads back as written."""
+    return [precondition_item(entry, typed=True) for entry in value]
+
+
 Records = Annotated[
     tuple[Precondition, ...],
     PlainValidator(lambda value: preconditions_from_input(value)),
-    PlainSerializer(dump_records),
+    PlainSerializer(dump_inputs),
 ]
 """A skill's preconditions on write: None, one entry or a list, each read strictly by its registered kind."""
 

@@ -170,3 +170,14 @@ def test_a_malformed_trigger_is_logged_once_naming_its_node_and_field(caplog: py
         id="t-odd-7", tenant_id="acme", condition="c", task="t", status="")
     assert fact_from_row({"id": "f", "tenant_id": "acme", "text": "x", "created_at": "not a date"}) == Fact(
         id="f", tenant_id="acme", text="x")
+
+
+def test_a_skill_input_reads_its_own_dump_back() -> None:
+    """A dump is write input again (a state predicate's record holds `has_value`, which input refuses)."""
+    from symfonic_graph.shape.inputs import SkillInput
+
+    skill = SkillInput.read({"label": "Deploy", "steps": ["deploy"], "source_tag": "authored:ci", "precondition": [
+        "auth", {"state": {"path": "channel", "op": "in", "value": ["web"]}}, {"state": {"path": "x", "op": "exists"}},
+        {"tool": "lookup", "same_args": ["id"], "within": "user_turn"}, {"any": ["a", "b"]}, "Be kind."]})
+    assert SkillInput.read(skill.model_dump()) == skill
+    assert SkillInput.read(skill.model_dump(mode="json")) == skill
