@@ -11,8 +11,9 @@ naming no tool, a misconfigured state predicate) is an ERROR whatever the tools.
 - :func:`lint_rules` returns the findings;
 - :class:`ToolLinter` is what the LangChain middleware and the LangGraph
   factories use: it logs each distinct set of findings of a scope's catalog
-  once, and leaves out of the pre-flight block the rules whose action tool
-  the agent lacks;
+  once (a missing action tool at DEBUG: agents sharing a tenant's catalog
+  each lack the others' tools; every other finding at ERROR), and leaves out
+  of the pre-flight block the rules whose action tool the agent lacks;
 - ``symfonic-graph rules lint --tenant T --tools a,b,c`` prints the findings
   and exits 1 when there are any.
 
@@ -173,8 +174,10 @@ class ToolLinter:
     ``check(skills)`` logs the findings of a catalog the first time that set
     of findings is seen (a ``TurnMemory`` hands the same ``RuleSet`` for a
     scope while its catalog version is unchanged, so the work is done once
-    per scope and version); ``for_preflight(skills)`` leaves out the rules
-    whose action tool the agent lacks.
+    per scope and version): a rule whose action tool the agent lacks at
+    DEBUG (agents that share a tenant's catalog each lack the others'
+    tools), every other finding at ERROR. ``for_preflight(skills)`` leaves
+    out the rules whose action tool the agent lacks.
 
     Example:
         >>> linter = ToolLinter(["deploy", "run_tests"])
@@ -200,7 +203,8 @@ class ToolLinter:
         return found
 
     def check(self, skills: Iterable[Any] | None) -> list[Finding]:
-        """Log the findings of ``skills`` once (ERROR and WARNING on ``symfonic_graph.lint``); return them.
+        """Log the findings of ``skills`` once on ``symfonic_graph.lint`` (a missing action tool at DEBUG,
+        the rest at ERROR); return them.
 
         An agent without tools (an empty set: unknown) checks nothing.
         """
@@ -213,8 +217,12 @@ class ToolLinter:
             scope = next(((f.tenant_id, f.namespace) for f in found if f.tenant_id is not None), None)
             where = f" (tenant {scope[0]!r}, namespace {scope[1]!r})" if scope else ""
             for finding in found:
-                log.log(logging.ERROR if finding.level == "ERROR" else logging.WARNING,
-                        "rule does not fit the agent's tools%s: %s", where, finding.line())
+                if finding.code == ACTION_MISSING:  # several agents share a catalog: often another agent's rule
+                    log.debug("rule guards a tool this agent lacks%s: %s: action tool `%s` is not among this "
+                              "agent's tools, the rule never applies to it (another agent's rule, or a typo)",
+                              where, finding.label or finding.skill_id or "<unnamed>", finding.tool)
+                else:
+                    log.error("rule does not fit the agent's tools%s: %s", where, finding.line())
         return found
 
     def for_preflight(self, skills: Iterable[Any] | None) -> RuleSet:

@@ -40,12 +40,12 @@ async def test_the_middleware_reports_once_and_leaves_out_rules_for_tools_the_ag
     tools, _ = recording_tools(*TOOLS)
     model = Scripted(responses=[AIMessage("one"), AIMessage("two")])
     agent = create_agent(model, tools, system_prompt="You help.", middleware=[MemoryMiddleware(TurnMemory(store))])
-    with caplog.at_level(logging.WARNING, logger="symfonic_graph.lint"):
+    with caplog.at_level(logging.DEBUG, logger="symfonic_graph.lint"):
         for _ in range(2):
             await agent.ainvoke({"messages": [HumanMessage("hi")]}, context=scope)
     logs = _lint_logs(caplog)
-    assert [level for level, _ in logs] == ["WARNING", "ERROR"]  # once, not once per turn
-    assert logs[0][1].startswith("WARNING Close account: action tool `delete_acount`")
+    assert [level for level, _ in logs] == ["DEBUG", "ERROR"]  # once, not once per turn
+    assert logs[0][1].startswith("Close account: action tool `delete_acount`")
     assert "precondition tool `request_manager_approval`" in logs[1][1]
     system = str(model.seen[0][0].content)
     assert "delete_acount" not in system  # a rule that never applies is not shown
@@ -59,12 +59,41 @@ async def test_build_agent_graph_reports_once_and_leaves_out_rules_for_tools_the
     tools, _ = recording_tools(*TOOLS)
     model = Scripted(responses=[AIMessage("one"), AIMessage("two")])
     graph = build_agent_graph(model, tools, TurnMemory(store))
-    with caplog.at_level(logging.WARNING, logger="symfonic_graph.lint"):
+    with caplog.at_level(logging.DEBUG, logger="symfonic_graph.lint"):
         for _ in range(2):
             await graph.ainvoke({"messages": [HumanMessage("hi")]}, context=scope)
-    assert [level for level, _ in _lint_logs(caplog)] == ["WARNING", "ERROR"]
+    assert [level for level, _ in _lint_logs(caplog)] == ["DEBUG", "ERROR"]
     system = str(model.seen[0][0].content)
     assert "delete_acount" not in system and "BEFORE calling `issue_refund`" in system
+
+
+async def test_agents_sharing_a_tenants_catalog_log_no_warning_about_each_others_tools(
+    store: GraphMemoryStore, scope: MemoryScope, caplog: pytest.LogCaptureFixture
+) -> None:
+    layer = ProceduralLayer(store)
+    await layer.seed_authored_skill(scope, label="Refunds", steps=["issue_refund"], source_tag="authored:t",
+                                    action_tool="issue_refund", precondition=["lookup_order"])
+    await layer.seed_authored_skill(scope, label="Deploys", steps=["deploy"], source_tag="authored:t",
+                                    action_tool="deploy", precondition=["run_tests"])
+    await layer.seed_authored_skill(scope, label="Rollbacks", steps=["rollback"], source_tag="authored:t",
+                                    action_tool="rollback", precondition=["page_oncall"])  # ops lacks page_oncall
+    memory = TurnMemory(store)
+    support, _ = recording_tools("lookup_order", "issue_refund")
+    ops, _ = recording_tools("deploy", "run_tests", "rollback")
+    agents = [build_agent_graph(Scripted(responses=[AIMessage("a"), AIMessage("b")]), support, memory),
+              create_agent(Scripted(responses=[AIMessage("a"), AIMessage("b")]), ops, system_prompt="You help.",
+                           middleware=[MemoryMiddleware(memory)])]
+    with caplog.at_level(logging.DEBUG, logger="symfonic_graph.lint"):
+        for _ in range(2):
+            for agent in agents:
+                await agent.ainvoke({"messages": [HumanMessage("hi")]}, context=scope)
+    logs = _lint_logs(caplog)
+    loud = [text for level, text in logs if level != "DEBUG"]
+    assert len(loud) == 1 and "precondition tool `page_oncall`" in loud[0]  # the ops agent's own rule, ERROR
+    quiet = sorted(text.split(":")[0] for level, text in logs if level == "DEBUG")
+    # each agent once for the other's rules (support lacks deploy and rollback, ops lacks issue_refund)
+    assert quiet == ["Deploys", "Refunds", "Rollbacks"]
+    assert not any("WARNING" in text for level, text in logs if level == "DEBUG")
 
 
 def test_rules_lint_prints_the_findings_and_exits_1(
