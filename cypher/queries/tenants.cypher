@@ -105,7 +105,10 @@ RETURN label, count(*) AS nodes;
 // returns: catalogs
 // mode: write
 // Erase of a whole tenant, last step: its catalog node (version and list of
-// published writes). Runs after every memory node of the tenant is gone.
+// published writes). Runs after every memory node of the tenant is gone, on
+// its own: deleting the node takes its write lock (a publish in progress
+// commits first), and a tenant without one counts 0 (catalog_lock would
+// create the node it then deletes).
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 DETACH DELETE c
 RETURN count(c) AS catalogs;

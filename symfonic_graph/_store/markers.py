@@ -75,7 +75,8 @@ class Markers(Transport):
         tenant (offboarding): every namespace, the tenant-wide nodes, and its
         catalog node last. Each batch of at most ``batch_size`` nodes is its own
         transaction, so a tenant of any size never needs one large
-        transaction; an interrupted erase is finished by running it again.
+        transaction; an interrupted erase is finished by running it again. A
+        scope that holds nothing erases nothing and creates nothing: every count is 0.
 
         Example:
             >>> await store.erase(MemoryScope("acme", "user-7"))
@@ -99,8 +100,8 @@ class Markers(Transport):
             for row in rows:
                 counts[str(row["label"])] += int(row["nodes"])
         tenant = {"tenant_id": scope.tenant_id}
-        if whole:
-            rows = (await self.write([("catalog_lock", tenant), ("erase_catalog", tenant)]))["erase_catalog"]
+        if whole:  # the catalog node only if there is one: a lock (MERGE) would create it, and count it
+            rows = (await self.write([("erase_catalog", tenant)]))["erase_catalog"]
             counts["SymfonicCatalog"] = int(rows[0]["catalogs"]) if rows else 0
         elif counts["Skill"]:
             await self.write([("catalog_bump", tenant)])  # cached catalogs of the tenant are read again

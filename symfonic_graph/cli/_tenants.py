@@ -55,8 +55,10 @@ async def _erase(args: argparse.Namespace) -> int:
         counts = await store.erase(scope)
     total = sum(counts.values())
     detail = ", ".join(f"{label} {n}" for label, n in counts.items() if n)
+    text = (f"erased {what}: {total} node(s)" + (f" ({detail})" if detail else "") if total
+            else f"nothing to erase: {what} holds no node (0 nodes erased)")
     emit(args, {"tenant_id": scope.tenant_id, "namespace": scope.namespace, "whole_tenant": scope.namespace is None,
-                "counts": counts}, f"erased {what}: {total} node(s)" + (f" ({detail})" if detail else ""))
+                "counts": counts}, text)
     return 0
 
 
