@@ -196,6 +196,21 @@ WHERE s.tenant_id = $tenant_id
 // include: skill_row
 RETURN skill_row;
 
+// name: skills_evidence
+// params: tenant_id, ids
+// returns: id, support, confidence, failures_without, examples
+// mode: read
+// The evidence a mined rule carries (`propose_mined`: support, confidence,
+// failures_without, examples) for skills a scoped read already listed, by id
+// (`skills list`): an index seek on (tenant_id, id) each. A skill without
+// evidence gives no row.
+UNWIND $ids AS id
+MATCH (s:Skill {tenant_id: $tenant_id, id: id})
+WHERE s.support IS NOT NULL OR s.confidence IS NOT NULL OR s.failures_without IS NOT NULL
+   OR s.examples IS NOT NULL
+RETURN s.id AS id, s.support AS support, s.confidence AS confidence, s.failures_without AS failures_without,
+       s.examples AS examples;
+
 // name: skill_set_status
 // params: tenant_id, namespace, skill_id, status
 // returns: id, tenant_id, namespace, owned

@@ -1,14 +1,17 @@
 // name: tenants_list
 // params:
-// returns: tenant_id, namespaces, skills, drafts, triggers, facts, catalog_version
+// returns: tenant_id, namespaces, skills, drafts, rejected, triggers, facts, catalog_version
 // mode: read
 // Every tenant holding memory (operator read, across tenants): its
-// namespaces, live skills, drafts, pending triggers, facts and catalog
-// version. Retracted nodes are not counted. One row per tenant, by id.
+// namespaces, skills by status (approved, draft, rejected: apart; a skill of
+// any other status, which no read shows, in none of them), pending triggers,
+// facts and catalog version. Retracted nodes are not counted. One row per
+// tenant, by id.
 CALL () {
   MATCH (n:Skill) WHERE NOT n:SymfonicRetracted
   RETURN n.tenant_id AS tenant_id, n.namespace AS namespace,
-         CASE WHEN n.status = 'draft' THEN 'draft' ELSE 'skill' END AS kind
+         CASE n.status WHEN 'approved' THEN 'skill' WHEN 'draft' THEN 'draft' WHEN 'rejected' THEN 'rejected'
+                       ELSE 'other' END AS kind
   UNION ALL
   MATCH (n:Trigger) WHERE NOT n:SymfonicRetracted
   RETURN n.tenant_id AS tenant_id, n.namespace AS namespace,
@@ -23,10 +26,12 @@ WITH tenant_id, namespace, kind WHERE valueType(tenant_id) STARTS WITH 'STRING'
 WITH tenant_id, collect(DISTINCT toStringOrNull(namespace)) AS namespaces,
      sum(CASE kind WHEN 'skill' THEN 1 ELSE 0 END) AS skills,
      sum(CASE kind WHEN 'draft' THEN 1 ELSE 0 END) AS drafts,
+     sum(CASE kind WHEN 'rejected' THEN 1 ELSE 0 END) AS rejected,
      sum(CASE kind WHEN 'trigger' THEN 1 ELSE 0 END) AS triggers,
      sum(CASE kind WHEN 'fact' THEN 1 ELSE 0 END) AS facts
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: tenant_id})
-RETURN tenant_id, [ns IN namespaces WHERE ns IS NOT NULL | ns] AS namespaces, skills, drafts, triggers, facts,
+RETURN tenant_id, [ns IN namespaces WHERE ns IS NOT NULL | ns] AS namespaces, skills, drafts, rejected, triggers,
+       facts,
        CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' THEN c.version END AS catalog_version
 ORDER BY tenant_id;
 

@@ -195,10 +195,31 @@ def _print_statement(path: Path, line: int, records: list[dict[str, Any]], creat
         print(f"  ... {len(records) - _ROWS_SHOWN} more row(s)")
 
 
-def skill_json(skill: Skill) -> dict[str, Any]:
-    """One skill as ``skills list --json`` prints it: every field, and the tool the gate guards with it."""
+def skill_json(skill: Skill, evidence: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One skill as ``skills list --json`` prints it: every field, the tool the gate guards with it, its
+    ``mode`` (``"enforce"`` or ``"shadow"``, as the gate runs it) and a mined rule's ``evidence`` (else None)."""
     return {**skill.model_dump(mode="json"), "precondition": skill.metadata["precondition"],
-            "guards": action_tool_of(skill)}
+            "guards": action_tool_of(skill), "mode": "shadow" if skill.shadow else "enforce", "evidence": evidence}
+
+
+async def skills_evidence(store: GraphMemoryStore, tenant_id: str, skills: list[Skill]) -> dict[str, dict[str, Any]]:
+    """The evidence mined rules carry (support, confidence, failures_without, examples), by skill id."""
+    if not skills:
+        return {}
+    rows = await store.read("skills_evidence", tenant_id=tenant_id, ids=[s.id for s in skills])
+    return {str(r["id"]): {k: r[k] for k in ("support", "confidence", "failures_without", "examples")} for r in rows}
+
+
+def _evidence_text(evidence: dict[str, Any] | None) -> str:
+    """``  support=12 confidence=0.950 failures_without=3 examples=t1,t2`` (what a mined rule carries), or ''."""
+    if evidence is None:
+        return ""
+    conf = evidence["confidence"]
+    shown = {**evidence, "confidence": f"{conf:.3f}" if isinstance(conf, float) else conf}
+    examples = shown["examples"]
+    if isinstance(examples, list):
+        shown["examples"] = ",".join(map(str, examples)) or "-"
+    return "".join(f"  {k}={v}" for k, v in shown.items() if v is not None)
 
 
 def _after_publish(skills: list[Skill]) -> list[Skill]:
@@ -225,11 +246,13 @@ async def _skills_list(args: argparse.Namespace) -> int:
         skills = await ProceduralLayer(store).query_skills(
             scope_of(args), include_drafts=args.drafts, write_id=args.write_id, include_retracted=args.retracted
         )
-    if args.write_id is not None:
-        skills = _after_publish(skills)
-    data = [skill_json(s) for s in skills]
+        if args.write_id is not None:
+            skills = _after_publish(skills)
+        evidence = await skills_evidence(store, args.tenant, skills)
+    data = [skill_json(s, evidence.get(s.id)) for s in skills]
     lines = [f"{s.id}  identifier={s.identifier or '-'}  namespace={s.namespace or '(tenant-wide)'}  "
-             f"{s.status:<8} {s.label}  guards={action_tool_of(s)}  precondition={_precondition_text(s)}"
+             f"{s.status:<8} {'shadow' if s.shadow else 'enforce':<7} {s.label}  guards={action_tool_of(s)}  "
+             f"precondition={_precondition_text(s)}" + _evidence_text(evidence.get(s.id))
              + ("  [retracted]" if s.retracted else "") + _staged_mark(s, args.write_id) for s in skills]
     emit(args, data, "\n".join(lines) or "(no skills)")
     return 0

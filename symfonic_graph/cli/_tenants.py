@@ -19,7 +19,8 @@ from symfonic_graph.shape.scope import MemoryScope, describe_scope
 def register(sub: Any) -> None:
     tenants = sub.add_parser("tenants", help="list tenants, or erase a tenant or one namespace")
     actions = tenants.add_subparsers(dest="action", required=True, metavar="ACTION")
-    listing = actions.add_parser("list", help="every tenant: namespaces, skills, drafts, triggers, catalog version")
+    listing = actions.add_parser("list", help="every tenant: namespaces, skills, drafts and rejected rules apart, "
+                                                  "triggers, facts, catalog version")
     add_json_flag(listing)
     listing.set_defaults(handler=lambda a: anyio.run(_list, a))
     erase = actions.add_parser(
@@ -37,7 +38,8 @@ async def _list(args: argparse.Namespace) -> int:
     async with open_store() as store:
         rows = await store.read("tenants_list")
     lines = [f"{r['tenant_id']}  namespaces={len(r['namespaces'])}  skills={r['skills']}  drafts={r['drafts']}  "
-             f"triggers={r['triggers']}  facts={r['facts']}  catalog_version={r['catalog_version']}"
+             f"rejected={r['rejected']}  triggers={r['triggers']}  facts={r['facts']}  "
+             f"catalog_version={r['catalog_version']}"
              + (f"  ({', '.join(r['namespaces'][:5])}{', ...' if len(r['namespaces']) > 5 else ''})"
                 if r["namespaces"] else "")
              for r in rows]

@@ -212,10 +212,10 @@ async def test_tenants_list_and_a_notice_for_a_tenant_that_holds_nothing(
     assert proc.returncode == 0, proc.stderr
     [row] = [r for r in json.loads(proc.stdout) if r["tenant_id"] == tenant]
     assert row == {"tenant_id": tenant, "namespaces": sorted(row["namespaces"]), "skills": 2, "drafts": 1,
-                   "triggers": 1, "facts": 0, "catalog_version": row["catalog_version"]}
+                   "rejected": 0, "triggers": 1, "facts": 0, "catalog_version": row["catalog_version"]}
     assert sorted(row["namespaces"]) == ["user-7", "user-8"] and row["catalog_version"] >= 3
     text = run_cli_on(neo4j_settings, "tenants", "list").stdout
-    assert f"{tenant}  namespaces=2  skills=2  drafts=1  triggers=1" in text
+    assert f"{tenant}  namespaces=2  skills=2  drafts=1  rejected=0  triggers=1" in text
 
     typo = tenant[:-1]
     for command in (["skills", "list"], ["triggers", "list"], ["explain", "--tool", "deliver"], ["doctor"]):

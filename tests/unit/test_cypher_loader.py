@@ -101,6 +101,8 @@ def test_scoped_read_list_is_complete() -> None:
     operator_reads |= {"skills_owned_count", "skills_owned_after_staging"}
     # write_staged_count counts a staged write's own nodes, to refuse a large seed under a write id in use.
     operator_reads |= {"write_staged_count"}
+    # skills_evidence decorates, by id within the tenant, skills a scoped read (skills_visible) already listed.
+    operator_reads |= {"skills_evidence"}
     assert reads - operator_reads <= _SCOPED_READS
 
 
