@@ -47,7 +47,9 @@ Failure modes: during a store outage (``StoreUnavailableError``) the
 outage_grace`` seconds (stale, with a WARNING). A scope without one lets the
 model call proceed without the block and the reminders, with a WARNING; tool
 calls then pass through, or with ``strict=True`` are answered with the gate's
-``Precondition check unavailable`` error. A missing or malformed scope is
+``Precondition check unavailable`` error, or with ``strict="guarded"`` only
+the calls of tools the scope's rules guarded when last seen (or that
+``guarded_tools`` names) are, and every other call runs. A missing or malformed scope is
 never an outage (``ScopeError``), nor is any other failure of the read
 (``ConfigurationError`` from the gate).
 
@@ -65,7 +67,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any, Final
 
 try:
@@ -89,7 +91,7 @@ from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
 from symfonic_graph.rules._messages import call_ref, messages_of
-from symfonic_graph.rules.gate import GateDecision, run_gate
+from symfonic_graph.rules.gate import GateDecision, Strict, run_gate, strict_policy
 from symfonic_graph.rules.lint import ToolLinter, tool_names
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.shape.scope import MemoryScope
@@ -183,8 +185,14 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             reminders; the cue is the text of the last human message. Without
             one, no reminders are shown (no default matcher is shipped).
         strict: on a store outage with no recent catalog of the scope (see
-            ``TurnMemory``'s ``outage_grace``), answer every tool call with the
-            gate's ``Precondition check unavailable`` error instead of passing through.
+            ``TurnMemory``'s ``outage_grace`` and ``snapshot_dir``), ``True``
+            answers every tool call with the gate's ``Precondition check
+            unavailable`` error, ``"guarded"`` only the calls of tools the
+            scope's rules guarded when last seen (or that ``guarded_tools``
+            names), letting every other tool run; ``False`` (default) passes
+            every call through.
+        guarded_tools: tool names ``strict="guarded"`` refuses during an
+            outage even when the scope's rules were never seen.
         count_failed_calls: let a failed tool result (``status="error"``)
             satisfy a precondition, as the seeds did (default False).
 
@@ -200,8 +208,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """
 
     def __init__(
-        self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: bool = False,
-        count_failed_calls: bool = False,
+        self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: Strict = False,
+        count_failed_calls: bool = False, guarded_tools: Iterable[str] = (),
     ) -> None:
         super().__init__()
         if not isinstance(memory, TurnMemory):
@@ -214,7 +222,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                 raise TypeError("evaluator must be synchronous: (condition, cue) -> bool, not an async function")
         self.memory = memory
         self.evaluator = evaluator
-        self.strict = bool(strict)
+        self.strict, self.guarded_tools = strict_policy(strict, guarded_tools)
         self.count_failed_calls = bool(count_failed_calls)
         self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
         self._linters: dict[frozenset[str], ToolLinter] = {}
@@ -384,5 +392,5 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         history = self._conversations.read(messages).conversation.history_before(call_id)
         gate_state = state if isinstance(state, Mapping) else {"messages": messages}
         decisions = await run_gate(gate_state, skills, strict=self.strict, count_failed_calls=self.count_failed_calls,
-                                   turn=(history, [ref]))
+                                   turn=(history, [ref]), guarded_tools=self.guarded_tools)
         return decisions[0] if decisions else GateDecision(name, call_id, "allowed")

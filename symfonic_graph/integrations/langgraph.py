@@ -51,7 +51,7 @@ from symfonic_graph.integrations._shared import Cue, last_human_text
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
-from symfonic_graph.rules.gate import SkillLookup, run_gate
+from symfonic_graph.rules.gate import SkillLookup, Strict, run_gate, strict_policy
 from symfonic_graph.rules.gate import _lookup as checked_lookup
 from symfonic_graph.rules.lint import ToolLinter
 from symfonic_graph.rules.preflight import preflight_block
@@ -123,9 +123,10 @@ def create_guarded_tool_node(
     tools: ToolsArg,
     memory: Memory,
     *,
-    strict: bool = False,
+    strict: Strict = False,
     messages_key: str = "messages",
     count_failed_calls: bool = False,
+    guarded_tools: Iterable[str] = (),
 ) -> GuardedNode:
     """Build a tool node that enforces preconditions and answers every tool call.
 
@@ -134,14 +135,20 @@ def create_guarded_tool_node(
         memory: a ``TurnMemory`` (it finds the scope in the runtime context,
             ``config["configurable"]`` or ``state["memory_scope"]``), or any
             ``async (state) -> skills``.
-        strict: block every call when the store is unavailable and no recent
-            catalog of the scope is held, instead of passing through.
+        strict: when the store is unavailable and no recent catalog of the
+            scope is held (see ``TurnMemory``'s ``outage_grace`` and
+            ``snapshot_dir``): ``True`` blocks every call, ``"guarded"`` only
+            the calls of tools the scope's rules guarded when last seen (or
+            that ``guarded_tools`` names) and runs the others, ``False``
+            (default) passes every call through.
+        guarded_tools: tool names ``strict="guarded"`` blocks during an
+            outage even when the scope's rules were never seen.
         messages_key: the state key holding the messages.
         count_failed_calls: let a failed tool result satisfy a precondition
             (the seeds' behaviour; default False).
 
     The node checks the rules against ``tools`` and logs, once per scope and
-    catalog, rules whose action tool it lacks (DEBUG) or whose precondition
+    catalog, rules whose action tool it lacks (WARNING) or whose precondition
     tools it lacks (ERROR); see :mod:`symfonic_graph.rules.lint`.
 
     Raises:
@@ -156,15 +163,17 @@ def create_guarded_tool_node(
         >>> node = create_guarded_tool_node([get_status, post_message], skills)  # doctest: +SKIP
         >>> builder.add_node("tools", node)  # doctest: +SKIP
     """
+    policy = strict_policy(strict, guarded_tools)
     tool_node = _as_tool_node(tools)
-    return _guarded_node(tool_node, memory, ToolLinter(tool_node.tools_by_name), strict=strict,
+    return _guarded_node(tool_node, memory, ToolLinter(tool_node.tools_by_name), policy=policy,
                          messages_key=messages_key, count_failed_calls=count_failed_calls)
 
 
 def _guarded_node(
-    tool_node: ToolNode, memory: Memory, linter: ToolLinter, *, strict: bool, messages_key: str,
-    count_failed_calls: bool,
+    tool_node: ToolNode, memory: Memory, linter: ToolLinter, *, policy: tuple[Strict, frozenset[str]],
+    messages_key: str, count_failed_calls: bool,
 ) -> GuardedNode:
+    strict, guarded = policy
     lookup = _lookup_of(memory)
     conversations = Conversations()  # each message read once; a turn reads only what the last one did not
 
@@ -185,7 +194,7 @@ def _guarded_node(
         history, calls = conversations.read(messages).turn()  # the terminal message read as the last one
         turn = (history, calls if ai is messages[-1] else terminal_tool_calls([ai]))  # else its converted calls
         decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]), get_active_skills, strict=strict,
-                                   count_failed_calls=count_failed_calls, turn=turn)
+                                   count_failed_calls=count_failed_calls, turn=turn, guarded_tools=guarded)
         blocked = {i: m for i, d in enumerate(decisions) if (m := tool_message(d)) is not None}
         allowed = [call for i, call in enumerate(ai.tool_calls) if i not in blocked]
         executed: list[ToolMessage] = []
@@ -265,11 +274,12 @@ def build_agent_graph(
     system_prompt: str | SystemMessage | None = None,
     evaluator: Evaluator | None = None,
     state_schema: type[Any] | None = None,
-    strict: bool = False,
+    strict: Strict = False,
     count_failed_calls: bool = False,
     preflight: bool = True,
     checkpointer: Checkpointer = None,
     context_schema: type[Any] | None = None,
+    guarded_tools: Iterable[str] = (),
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A compiled agent loop: ``agent -> guarded tools -> agent``, END without tool calls.
 
@@ -290,8 +300,14 @@ def build_agent_graph(
         state_schema: the graph's state type (default ``MessagesState``); it
             must have ``messages`` with the ``add_messages`` reducer. Its other
             fields are what state predicates see.
-        strict: block every call when the store is unavailable and no recent
-            catalog of the scope is held, instead of passing through.
+        strict: when the store is unavailable and no recent catalog of the
+            scope is held (see ``TurnMemory``'s ``outage_grace`` and
+            ``snapshot_dir``): ``True`` blocks every call, ``"guarded"`` only
+            the calls of tools the scope's rules guarded when last seen (or
+            that ``guarded_tools`` names) and runs the others, ``False``
+            (default) passes every call through.
+        guarded_tools: tool names ``strict="guarded"`` blocks during an
+            outage even when the scope's rules were never seen.
         count_failed_calls: let a failed tool result satisfy a precondition
             (the seeds' behaviour; default False).
         preflight: show the pre-flight block each turn (not stored in the state).
@@ -307,6 +323,7 @@ def build_agent_graph(
 
     Raises:
         TypeError: ``evaluator`` without a ``TurnMemory``, or not a synchronous callable.
+        ValidationError: ``strict`` is not True, False or ``"guarded"``, or ``guarded_tools`` names no tools.
 
     Example:
         >>> graph = build_agent_graph(model, [get_status, post_message], TurnMemory(store))  # doctest: +SKIP
@@ -317,6 +334,7 @@ def build_agent_graph(
             raise TypeError("evaluator must be a synchronous (condition, cue) -> bool callable")
         if not isinstance(memory, TurnMemory):
             raise TypeError("evaluator needs memory=TurnMemory(store): reminders come from the turn's read")
+    policy = strict_policy(strict, guarded_tools)
     tool_node = _as_tool_node(tools)
     bound = model.bind_tools(list(tool_node.tools_by_name.values()))
     linter = ToolLinter(tool_node.tools_by_name)
@@ -329,7 +347,7 @@ def build_agent_graph(
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema)
     builder.add_node("agent", agent)
-    builder.add_node("tools", _guarded_node(tool_node, memory, linter, strict=strict, messages_key="messages",
+    builder.add_node("tools", _guarded_node(tool_node, memory, linter, policy=policy, messages_key="messages",
                                             count_failed_calls=count_failed_calls))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})

@@ -21,6 +21,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from symfonic_graph import telemetry
@@ -28,6 +29,7 @@ from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from symfonic_graph.memory._catalog import Catalog, Compiler
 from symfonic_graph.memory._coalesce import Coalescer
+from symfonic_graph.memory._snapshot import Saved, SnapshotDir, guarded_by, name_guarded
 from symfonic_graph.memory.triggers import PendingTrigger
 from symfonic_graph.memory.turn_scope import ScopeFrom, scope_from_turn, scope_of
 from symfonic_graph.rules.preflight import preflight_block
@@ -47,6 +49,8 @@ DEFAULT_MAX_TRIGGERS = 100
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
 BIG_CATALOG = 250
 """Skills from which a scope's catalog is shipped in a query of its own, never in a shared batch."""
+SNAPSHOT_REWRITE = 60.0
+"""Seconds between two writes of a scope's snapshot file while its rules do not change."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,11 +124,21 @@ class TurnMemory:
             is unavailable (``StoreUnavailableError``), ``begin()`` enforces
             the last catalog it read for the scope, with a WARNING and a
             guardrail record saying the rules are stale (default 600). Only
-            a scope without such a catalog gets the outage error, and with
-            it the gate's pass-through / strict policy. ``0`` keeps a
-            catalog for ``max_age`` only.
+            a scope without such a catalog (in memory, or in ``snapshot_dir``)
+            gets the outage error, and with it the gate's pass-through /
+            strict policy. ``0`` keeps a catalog for ``max_age`` only.
         clock: the monotonic clock ``max_age`` and ``outage_grace`` are
             measured with (default ``time.monotonic``; tests pass a fake).
+        snapshot_dir: a folder where the last catalog of each scope read is
+            kept on local disk (default None: in memory only), so that a
+            process started during an outage enforces it too, within the same
+            ``max_age + outage_grace`` of when it was read (wall clock, across
+            restarts). One JSON file per scope, named by a hash of (tenant,
+            namespace), written atomically when the rules change (and at most
+            once a minute while they do not), read only while the store is
+            unavailable. A file that cannot be read is treated as absent, with
+            a WARNING. Past the grace, the file still tells the gate which
+            tools the scope's rules guarded (``strict="guarded"``).
 
     Example:
         >>> memory = TurnMemory(store)
@@ -144,6 +158,7 @@ class TurnMemory:
         coalesce_window: float | None = 0.0,
         outage_grace: float = DEFAULT_OUTAGE_GRACE,
         clock: Callable[[], float] = time.monotonic,
+        snapshot_dir: str | Path | None = None,
     ) -> None:
         self.max_triggers = positive_count("max_triggers", max_triggers)
         if coalesce_window is not None and (
@@ -170,6 +185,9 @@ class TurnMemory:
         self._catalogs: OrderedDict[MemoryScope, Catalog] = OrderedDict()
         self._snapshots: OrderedDict[MemoryScope, TurnSnapshot] = OrderedDict()
         self._compiler = Compiler()
+        self._disk = SnapshotDir(snapshot_dir) if snapshot_dir is not None else None
+        self._written: OrderedDict[MemoryScope, tuple[RuleSet, float]] = OrderedDict()  # what each file holds
+        self._loaded: OrderedDict[MemoryScope, Saved | None] = OrderedDict()  # files read in this outage
 
     @telemetry.traced_turn
     async def begin(self, scope: MemoryScope) -> TurnSnapshot:
@@ -185,7 +203,9 @@ class TurnMemory:
         Raises:
             ScopeError: ``scope`` is not a usable scope.
             StoreUnavailableError: Neo4j did not answer, and no catalog of the
-                scope is recent enough to enforce meanwhile.
+                scope is recent enough to enforce meanwhile; its ``guarded``
+                names the tools the scope's rules guarded when last seen (None
+                when never seen).
         """
         with self.store.deadline():
             return await self._begin(scope)
@@ -197,6 +217,7 @@ class TurnMemory:
         fresh = cached is not None and now - cached.fetched_at < self.max_age
         known = cached.version if cached is not None and fresh else None
         last = cached  # the catalog an outage falls back to
+        shipped = False
         for _ in range(_TORN_READS):
             try:
                 row = await self._read(scope, known)
@@ -205,6 +226,7 @@ class TurnMemory:
             if not row["skills_fresh"] and cached is not None:
                 break
             cached, torn = self._compiler.catalog(scope, row["version"], row["skills"], cached, now)
+            shipped = True
             if not torn:
                 break
             known = None  # caught a re-seed half applied: read again
@@ -214,6 +236,9 @@ class TurnMemory:
         telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
         _remember(self._catalogs, scope, cached, self.max_scopes)
+        self._loaded.pop(scope, None)  # the store answers: a later outage reads the file afresh
+        if shipped and self._disk is not None:
+            self._save(self._disk, scope, cached)
         triggers = self._compiler.pending(scope, row["triggers"])
         snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
@@ -222,11 +247,31 @@ class TurnMemory:
     def _last_rules(
         self, scope: MemoryScope, last: Catalog | None, now: float, exc: StoreUnavailableError
     ) -> TurnSnapshot:
-        """The snapshot an outage leaves: the scope's last catalog while it is recent enough, else ``exc``."""
-        read_at = last.read_at if last is not None else -math.inf
-        age = now - read_at
-        if last is None or not age <= self.max_age + self.outage_grace:
-            raise exc
+        """The snapshot an outage leaves: the scope's last catalog while it is recent enough.
+
+        The last catalog is the one held in memory or, when that is missing
+        or too old, the snapshot file's (read once per outage).
+
+        Raises:
+            StoreUnavailableError: ``exc``, when no catalog is recent enough; its
+                ``guarded`` names the tools the scope's rules guarded when last
+                seen (None: never seen).
+        """
+        limit = self.max_age + self.outage_grace
+        guarded = guarded_by(last.skills) if last is not None else None
+        if self._disk is not None and (last is None or not now - last.read_at <= limit):
+            saved = self._saved(self._disk, scope)
+            read_at = now - (time.time() - saved.read_at) if saved is not None else -math.inf
+            if saved is not None and (last is None or read_at > last.read_at):
+                guarded = saved.guarded
+                if saved.skills is not None:  # fetched_at -inf: the store's rows replace it on the next read
+                    rules = RuleSet(saved.skills, pack=True)
+                    last = Catalog(saved.version, -math.inf, rules, None, read_at)
+                    if now - read_at <= limit:
+                        _remember(self._catalogs, scope, last, self.max_scopes)
+        age = now - (last.read_at if last is not None else -math.inf)
+        if last is None or not age <= limit:
+            raise name_guarded(exc, guarded)
         log.warning("store unavailable for %s (%s); enforcing the last rules read %.0fs ago (stale; "
                     "outage_grace %.0fs beyond max_age)", scope, exc, age, self.outage_grace)
         telemetry.note_stale_rules(age, str(exc))
@@ -234,6 +279,23 @@ class TurnMemory:
         snapshot = TurnSnapshot(scope, last.version, last.skills, (), now, self.include_negative, stale=True)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
+
+    def _saved(self, disk: SnapshotDir, scope: MemoryScope) -> Saved | None:
+        """The scope's snapshot file, read once per outage (absent and unreadable files too)."""
+        if scope in self._loaded:
+            return self._loaded[scope]
+        saved = disk.load(scope)
+        _remember(self._loaded, scope, saved, self.max_scopes)
+        return saved
+
+    def _save(self, disk: SnapshotDir, scope: MemoryScope, catalog: Catalog) -> None:
+        """Keep the scope's catalog on disk: when its rules changed, else at most every ``SNAPSHOT_REWRITE`` s."""
+        read_at = time.time() - (self.clock() - catalog.read_at)
+        held = self._written.get(scope)
+        if held is not None and held[0] is catalog.skills and read_at - held[1] < SNAPSHOT_REWRITE:
+            return
+        if disk.save(scope, catalog.version, catalog.skills, read_at):
+            _remember(self._written, scope, (catalog.skills, read_at), self.max_scopes)
 
     def invalidate(self, scope: MemoryScope | None = None) -> None:
         """Mark cached catalogs stale: the next ``begin()`` of each ships the skills again.

@@ -22,8 +22,11 @@ Decisions:
       what it cannot read meets no precondition (strict or not).
     * A store outage (``StoreUnavailableError`` from the skill lookup): pass
       through (``{}``) with a WARNING by default; ``strict=True`` blocks every
-      call with a "store unavailable" error. Any other failure of the lookup is
-      a programming error and raises (``ScopeError``, ``ConfigurationError``).
+      call with a "store unavailable" error; ``strict="guarded"`` blocks only
+      the calls of guarded tools (those the scope's rules guarded when last
+      seen, as the error's ``guarded`` names them, and ``guarded_tools``) and
+      lets every other call run. Any other failure of the lookup is a
+      programming error and raises (``ScopeError``, ``ConfigurationError``).
 
 The node alone answers only the calls it blocks; use
 :func:`symfonic_graph.langgraph.create_guarded_tool_node` so that every call id
@@ -49,7 +52,7 @@ if TYPE_CHECKING:  # the core imports no framework; LangChain is loaded only to 
     from langchain_core.messages import ToolMessage
 
 from symfonic_graph import telemetry
-from symfonic_graph.errors import ConfigurationError, ScopeError, StoreUnavailableError
+from symfonic_graph.errors import ConfigurationError, ScopeError, StoreUnavailableError, ValidationError
 from symfonic_graph.rules._messages import (
     GATE_CONTENT_MARKER,
     GATE_MARKER_KEY,
@@ -65,6 +68,7 @@ from symfonic_graph.rules._messages import (
 from symfonic_graph.rules.events import History, ToolCallRef
 from symfonic_graph.rules.preconditions import DroppedSkill, log_dropped
 from symfonic_graph.rules.ruleset import RuleSet, SkillCheck, rules_of
+from symfonic_graph.shape.names import TOOL_NAME_RULE, bare_identifier, is_tool_name
 
 __all__ = [
     "ENFORCE_FLAG",
@@ -73,6 +77,7 @@ __all__ = [
     "GateDecision",
     "SkillCheck",
     "SkillLookup",
+    "Strict",
     "ToolCallRef",
     "called_tools",
     "create_precondition_gate_node",
@@ -82,6 +87,7 @@ __all__ = [
     "gate_errors",
     "precondition_condition",
     "run_gate",
+    "strict_policy",
     "terminal_tool_calls",
 ]
 
@@ -94,6 +100,36 @@ _ABSENT: Final = object()
 Verdict = Literal["allowed", "blocked", "store_unavailable"]
 SkillLookup = Callable[[Any], Awaitable[Iterable[Any] | None]]
 """``async (state) -> skills``: the active skills for this turn."""
+Strict = bool | Literal["guarded"]
+"""The outage policy: ``False`` pass through, ``True`` refuse every call, ``"guarded"`` refuse guarded tools only."""
+
+
+def strict_policy(strict: object, guarded_tools: Iterable[str] = ()) -> tuple[Strict, frozenset[str]]:
+    """``strict`` and ``guarded_tools`` checked: the outage policy every gate path takes.
+
+    Raises:
+        ValidationError: ``strict`` is not True, False or ``"guarded"``; ``guarded_tools``
+            is no iterable of tool names, or is given without ``strict="guarded"``.
+
+    Example:
+        >>> strict_policy("guarded", ["cancel_reservation"])
+        ('guarded', frozenset({'cancel_reservation'}))
+        >>> strict_policy("yes")
+        Traceback (most recent call last):
+        ...
+        symfonic_graph.errors.ValidationError: strict: must be True, False or "guarded", got 'yes'
+    """
+    if strict is not True and strict is not False and not (isinstance(strict, str) and strict == "guarded"):
+        raise ValidationError("strict", f'must be True, False or "guarded", got {strict!r}')
+    if isinstance(guarded_tools, (str, bytes, Mapping)) or not isinstance(guarded_tools, Iterable):
+        raise ValidationError("guarded_tools", f"must be an iterable of tool names, got {guarded_tools!r:.80}")
+    tools = tuple(guarded_tools)
+    for index, tool in enumerate(tools):
+        if not is_tool_name(tool):
+            raise ValidationError(f"guarded_tools[{index}]", f"{tool!r:.80} is not a tool name ({TOOL_NAME_RULE})")
+    if tools and strict != "guarded":
+        raise ValidationError("guarded_tools", f'applies only with strict="guarded" (strict is {strict!r})')
+    return strict, frozenset(tools)  # type: ignore[return-value]  # narrowed by the check above
 
 
 # --- decisions ------------------------------------------------------------------
@@ -402,22 +438,59 @@ async def _lookup(get_active_skills: SkillLookup, state: object) -> Iterable[Any
     )
 
 
-def _unavailable(calls: Iterable[ToolCallRef]) -> tuple[GateDecision, ...]:
-    return tuple(GateDecision(c.name, c.id, "store_unavailable") for c in calls)
+def _unavailable(calls: Iterable[ToolCallRef], refused: frozenset[str] | None = None) -> tuple[GateDecision, ...]:
+    """Refuse every call (``refused`` None), or only those of the ``refused`` tools; allow the others."""
+    return tuple(
+        GateDecision(c.name, c.id, "store_unavailable" if refused is None or _named(c.name, refused) else "allowed")
+        for c in calls
+    )
+
+
+def _named(call_name: str, tools: frozenset[str]) -> bool:
+    """Whether a call names one of ``tools``, matched as the rules match a call (a tool reference)."""
+    return call_name in tools or bare_identifier(call_name) in tools
+
+
+def _outage(
+    exc: StoreUnavailableError, calls: Sequence[ToolCallRef], strict: Strict, guarded_tools: Iterable[str]
+) -> tuple[GateDecision, ...]:
+    """The decisions of an outage: pass through, refuse all (``True``), or refuse the guarded tools."""
+    if strict is True:
+        log.warning("precondition lookup failed (%s); strict mode blocks %d call(s)", exc, len(calls))
+        return _unavailable(calls)
+    if strict != "guarded":
+        log.warning("precondition lookup failed (%s); passing through without enforcement", exc)
+        return ()
+    last = getattr(exc, "guarded", None)  # TurnMemory's: the tools the scope's rules guarded when last seen
+    known = last if isinstance(last, frozenset) else frozenset()
+    refused = known | frozenset(guarded_tools)
+    decisions = _unavailable(calls, refused)
+    blocked = sum(d.verdict != "allowed" for d in decisions)
+    seen = "the scope's rules were never seen, so only guarded_tools are refused" if last is None else (
+        f"the scope's rules guarded {sorted(known)} when last seen")
+    log.warning("precondition lookup failed (%s); strict=\"guarded\" blocks %d of %d call(s) (%s)",
+                exc, blocked, len(calls), seen)
+    return decisions
 
 
 @telemetry.traced_gate
 async def run_gate(
-    state: Any, get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False,
-    turn: tuple[History, Sequence[ToolCallRef]] | None = None,
+    state: Any, get_active_skills: SkillLookup, *, strict: Strict = False, count_failed_calls: bool = False,
+    turn: tuple[History, Sequence[ToolCallRef]] | None = None, guarded_tools: Iterable[str] = (),
 ) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 
     A store outage (``StoreUnavailableError`` from the lookup) logs a WARNING
     and returns ``()`` (pass through), or, with ``strict=True``, a
-    ``"store_unavailable"`` decision for every call. A ``TurnMemory`` lookup
-    raises it only when it holds no recent catalog for the scope (see its
-    ``outage_grace``). Every other failure is a programming error and loud:
+    ``"store_unavailable"`` decision for every call. With ``strict="guarded"``
+    only the calls of guarded tools get that decision, every other call is
+    allowed: a tool is guarded when the outage error's ``guarded`` names it
+    (a ``TurnMemory``'s: the tools the scope's rules guarded when last seen, in
+    memory or in its ``snapshot_dir``) or ``guarded_tools`` does. A scope
+    never seen, with no ``guarded_tools``, lets every call run (with the
+    WARNING saying so). A ``TurnMemory`` lookup raises the outage only when
+    it holds no recent catalog for the scope (see its ``outage_grace``).
+    Every other failure is a programming error and loud:
     a missing or malformed scope raises ``ScopeError``; any other exception
     of the lookup, or a result that is no iterable of skills, raises
     ``ConfigurationError`` (logged at ERROR with the traceback).
@@ -425,6 +498,7 @@ async def run_gate(
     Raises:
         ScopeError: the lookup found no usable scope for the turn.
         ConfigurationError: the lookup raised, or returned no iterable of skills.
+        ValidationError: ``strict`` or ``guarded_tools`` is malformed (see :func:`strict_policy`).
 
     ``count_failed_calls=True`` lets a failed tool result (``status="error"``)
     satisfy a precondition, as in the seeds; default False.
@@ -439,6 +513,8 @@ async def run_gate(
         >>> asyncio.run(run_gate({"messages": []}, no_skills))
         ()
     """
+    if (strict is not True and strict is not False) or guarded_tools:
+        strict, guarded_tools = strict_policy(strict, guarded_tools)
     # Read once per gate run. The reader never raises: a message it cannot read meets nothing, so a
     # hostile history can only block calls, never let one through.
     history, calls = turn if turn is not None else parse_turn(messages_of(state))
@@ -447,22 +523,22 @@ async def run_gate(
     try:
         skills = await _lookup(get_active_skills, state)
     except StoreUnavailableError as exc:  # an outage; ScopeError and ConfigurationError are loud
-        if strict:
-            log.warning("precondition lookup failed (%s); strict mode blocks %d call(s)", exc, len(calls))
-            return _unavailable(calls)
-        log.warning("precondition lookup failed (%s); passing through without enforcement", exc)
-        return ()
+        return _outage(exc, calls, strict, guarded_tools)
     return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls)
 
 
 def create_precondition_gate_node(
-    get_active_skills: SkillLookup, *, strict: bool = False, count_failed_calls: bool = False
+    get_active_skills: SkillLookup, *, strict: Strict = False, count_failed_calls: bool = False,
+    guarded_tools: Iterable[str] = (),
 ) -> Callable[[Any], Awaitable[dict[str, Any]]]:
     """Build the async LangGraph gate node ``(state) -> dict``.
 
     Args:
         get_active_skills: ``async (state) -> skills`` for this turn.
-        strict: block every call when the lookup fails, instead of passing through.
+        strict: on a store outage, ``True`` blocks every call, ``"guarded"`` only
+            the calls of guarded tools (see :func:`run_gate`), ``False`` passes through.
+        guarded_tools: tools ``strict="guarded"`` blocks during an outage even
+            when the scope's rules were never seen.
         count_failed_calls: count a failed earlier result as a call (the seeds' behaviour);
             by default a failed call meets no precondition.
 
@@ -476,8 +552,11 @@ def create_precondition_gate_node(
         >>> builder.add_node("gate", gate)  # doctest: +SKIP
     """
 
+    strict, tools = strict_policy(strict, guarded_tools)
+
     async def precondition_gate(state: Any) -> dict[str, Any]:
-        decisions = await run_gate(state, get_active_skills, strict=strict, count_failed_calls=count_failed_calls)
+        decisions = await run_gate(state, get_active_skills, strict=strict, count_failed_calls=count_failed_calls,
+                                   guarded_tools=tools)
         errors = [m for d in decisions if (m := d.to_tool_message()) is not None]
         return {"messages": errors} if errors else {}
 
