@@ -1,6 +1,6 @@
 // name: seed_existing_skills
 // params: keys
-// returns: key, tenant_id, namespace, label, identifier, steps, action_tool, context, status, source, live, preconditions, rev
+// returns: key, tenant_id, namespace, label, identifier, steps, action_tool, context, status, source, live, preconditions, rev, enforcement
 // mode: read
 // The live skills that hold a seed file's keys, with their preconditions in
 // position order, for `seed` to count what it creates, updates or leaves
@@ -15,7 +15,7 @@ WITH key, s, collect(CASE WHEN p IS NOT NULL THEN p {.kind, .tool, .same_args, .
 RETURN key, s.tenant_id AS tenant_id, s.namespace AS namespace, s.label AS label, s.identifier AS identifier,
        s.steps AS steps, s.action_tool AS action_tool, s.context AS context, s.status AS status,
        s.source AS source, coalesce(s.active, true) = true AND NOT s:SymfonicRetracted AS live, preconditions,
-       s.symfonic_rev AS rev;
+       s.symfonic_rev AS rev, s.enforcement AS enforcement;
 
 // name: seed_existing_triggers
 // params: keys

@@ -6,6 +6,8 @@
 // already exists replaces that skill (same id), its old preconditions removed.
 // The skill and its new preconditions share `symfonic_rev` ("<uuid>/<count>")
 // so that a reader racing this write can tell a torn skill and read again.
+// A row's `enforcement` (shadow, enforce) is set with the skill, so a shadow
+// rule never runs enforced; a row without one keeps the skill's mode.
 // A batch keeps its order: each new skill's created_at is one microsecond
 // after the previous row's, so a catalog lists a file's rules in file order.
 // One result row holds every id, in row order: a row per skill would cost the
@@ -29,6 +31,7 @@ SET s.tenant_id = row.tenant_id,
     s.status = row.status,
     s.active = true,
     s.source = row.source,
+    s.enforcement = coalesce(row.enforcement, s.enforcement),
     s.updated_at = datetime(),
     s.symfonic_write_id = CASE WHEN listed THEN s.symfonic_write_id ELSE row.write_id END,
     s.symfonic_base_key = row.base_key,

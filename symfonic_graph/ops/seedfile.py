@@ -12,6 +12,7 @@ line, and optionally more scopes under ``scopes``::
         source_tag: authored:reports
         action_tool: deliver
         precondition: [get_integration_status]
+        enforcement: shadow      # optional: reported, never blocking, from its first turn
     triggers:
       - condition: the user mentions their invoice
         task: Tell them invoice 42 is overdue.

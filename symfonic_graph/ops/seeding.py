@@ -311,6 +311,12 @@ def _hand_edited(old: Row, row: Row) -> bool:
     return written is not None and written == rev_digest(row.get("rev"))
 
 
+def _same_mode(kind: str, old: Row, row: Row) -> bool:
+    """A skill entry that names its ``enforcement`` sets it; one that names none keeps the skill's."""
+    given = row.get("enforcement") if kind == "skills" else None
+    return given is None or given == (old.get("enforcement") or "enforce")
+
+
 def _trigger_content(row: Row) -> tuple[object, ...]:
     return (*(row.get(k) for k in _TRIGGER_CONTENT), row["tenant_id"], row["namespace"])
 
@@ -321,7 +327,8 @@ async def count_changes(store: GraphMemoryStore, plan: SeedPlan) -> list[dict[st
     Read-only (``seed --plan`` prints it without writing; ``seed`` prints it
     for the write that follows). Each entry is compared with the live node of
     its key (its identifier, or its content): none is *created*; one with the
-    same content, live (not retracted, active, pending), is *unchanged*; one
+    same content, live (not retracted, active, pending), is *unchanged* (a
+    skill entry naming an ``enforcement`` the skill lacks is *updated*); one
     the library last wrote with the file's content but edited by hand since
     (its ``symfonic_rev`` digest) is *reverted* (the key is present only when
     one is); any other is *updated*.
@@ -343,7 +350,7 @@ async def count_changes(store: GraphMemoryStore, plan: SeedPlan) -> list[dict[st
                 if old is None:
                     counts["created"] += 1
                 elif old["live"] and content(old) == content(row):
-                    counts["unchanged"] += 1
+                    counts["unchanged" if _same_mode(kind, old, row) else "updated"] += 1
                 elif old["live"] and kind == "skills" and _hand_edited(old, row):
                     counts["reverted"] = counts.get("reverted", 0) + 1  # the file's content, edited by hand since
                 else:

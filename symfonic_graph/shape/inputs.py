@@ -45,7 +45,10 @@ from symfonic_graph.shape.records import (
     preconditions_from_input,
 )
 
-__all__ = ["FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records"]
+__all__ = ["ENFORCEMENTS", "FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records"]
+
+ENFORCEMENTS = frozenset({"enforce", "shadow"})
+"""How the gate runs a rule: ``enforce`` blocks, ``shadow`` reports and never blocks."""
 
 
 def dump_records(value: tuple[Any, ...], info: SerializationInfo) -> Any:
@@ -119,6 +122,10 @@ class SkillInput(WriteInput):
 
     Read with ``authored=True`` (approved skills), ``source_tag`` must start
     with ``authored:``. ``precondition`` takes None, one entry or a list.
+    ``enforcement`` (``"enforce"`` or ``"shadow"``) sets how the gate runs the
+    rule from its first turn; absent (None), a new skill is enforced and a
+    re-seeded one keeps its mode. It is not part of the content (the key of a
+    skill without an identifier, its revision digest).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
@@ -132,6 +139,7 @@ class SkillInput(WriteInput):
     steps: tuple[str, ...]
     action_tool: str | None = None
     context: str = ""
+    enforcement: str | None = None
 
     @field_validator("source_tag", mode="plain")
     @classmethod
@@ -165,6 +173,13 @@ class SkillInput(WriteInput):
     @classmethod
     def _context(cls, value: object) -> str:
         return v.within_property_bytes("context", v.text("context", value, required=False))
+
+    @field_validator("enforcement", mode="plain")
+    @classmethod
+    def _enforcement(cls, value: object) -> str | None:
+        if value is None or (isinstance(value, str) and value in ENFORCEMENTS):
+            return value
+        raise ValidationError("enforcement", 'must be "enforce" or "shadow" (or absent: enforced)')
 
     @model_validator(mode="after")
     def _sizes(self) -> Self:

@@ -17,7 +17,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, Pl
 from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.shape._validate import field_path
-from symfonic_graph.shape.inputs import dump_records
+from symfonic_graph.shape.inputs import ENFORCEMENTS, dump_records
 from symfonic_graph.shape.names import bare_identifier
 from symfonic_graph.shape.properties import (
     PRECONDITION_PROPERTIES,
@@ -42,7 +42,6 @@ __all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "guarded_too
            "skill_of"]
 
 SKILL_STATUSES = frozenset({"approved", "draft", "rejected"})
-ENFORCEMENTS = frozenset({"enforce", "shadow"})
 _logged: set[tuple[str, str]] = set()
 _MAX_LOGGED = 10_000
 

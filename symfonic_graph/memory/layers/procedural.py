@@ -66,10 +66,16 @@ class ProceduralLayer:
         context: str = "",
         identifier: str | None = None,
         write_id: str | None = None,
+        enforcement: str | None = None,
     ) -> Skill:
-        """Write one approved skill; re-seeding an ``identifier`` replaces it."""
+        """Write one approved skill; re-seeding an ``identifier`` replaces it.
+
+        ``enforcement="shadow"`` writes a rule the gate reports and never
+        enforces, from its first turn (``"enforce"`` blocks; None: enforced
+        when new, a re-seed keeps the skill's mode).
+        """
         spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
-                    precondition=precondition, context=context, identifier=identifier)
+                    precondition=precondition, context=context, identifier=identifier, enforcement=enforcement)
         return await self._write_one(scope, spec, "approved", check_write_id(write_id))
 
     async def propose_skill(
@@ -310,6 +316,7 @@ def _skill_row(
         "namespace": scope.namespace,
         "identifier": identifier,
         "status": status,
+        "enforcement": skill.enforcement,
         "rev": revision(new_id(), content),
     }
 
