@@ -148,7 +148,7 @@ def create_guarded_tool_node(
             (the seeds' behaviour; default False).
 
     The node checks the rules against ``tools`` and logs, once per scope and
-    catalog, rules whose action tool it lacks (WARNING) or whose precondition
+    catalog, rules whose action tool it lacks (DEBUG) or whose precondition
     tools it lacks (ERROR); see :mod:`symfonic_graph.rules.lint`.
 
     Raises:
