@@ -54,6 +54,7 @@ __all__ = [
     "GUARDRAIL_RESULT_EVENT",
     "SEARCH_MEMORY",
     "APPLY_GUARDRAIL",
+    "count_decision",
     "note_stale_rules",
     "note_turn_read",
     "set_tracer_provider",
@@ -158,6 +159,36 @@ Owner = TypeVar("Owner")
 Snap = TypeVar("Snap", bound=_Snapshot)
 Decisions = TypeVar("Decisions", bound=Iterable[_Decision])
 P = ParamSpec("P")
+
+
+# --- the decisions counter ---------------------------------------------------------
+
+DECISIONS_COUNTER: Final = "symfonic_graph.gate.decisions"
+"""The counter of kept gate decisions, with a ``decision`` attribute (``block``, ``would_block``, ...)."""
+_meter_provider: Any = None
+_counter: Any = None
+
+
+def set_meter_provider(provider: Any) -> None:
+    """Count with ``provider`` instead of the global meter provider; ``None`` goes back to the global one."""
+    global _meter_provider, _counter
+    _meter_provider = provider
+    _counter = None
+
+
+def count_decision(decision: str) -> None:
+    """Add one to ``symfonic_graph.gate.decisions`` with ``decision``; does nothing without OpenTelemetry."""
+    global _counter
+    if not AVAILABLE:
+        return
+    if _counter is None:
+        from opentelemetry import metrics
+
+        source = _meter_provider if _meter_provider is not None else metrics.get_meter_provider()
+        _counter = source.get_meter(_TRACER_NAME, _library_version()).create_counter(
+            DECISIONS_COUNTER, unit="{decision}", description="gate decisions kept: blocks, would-blocks, "
+            "refusals, outage pass-throughs and stale-rules decisions")
+    _counter.add(1, {"decision": decision})
 
 
 # --- the tracer -------------------------------------------------------------------

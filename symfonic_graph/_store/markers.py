@@ -98,7 +98,7 @@ class Markers(Transport):
             if not rows:
                 break
             for row in rows:
-                counts[str(row["label"])] += int(row["nodes"])
+                counts[str(row["label"])] = counts.get(str(row["label"]), 0) + int(row["nodes"])
         tenant = {"tenant_id": scope.tenant_id}
         if whole:  # the catalog node only if there is one: a lock (MERGE) would create it, and count it
             rows = (await self.write([("erase_catalog", tenant)]))["erase_catalog"]

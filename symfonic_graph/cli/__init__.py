@@ -17,7 +17,7 @@ from typing import Any
 
 from neo4j.exceptions import DriverError, Neo4jError
 
-from symfonic_graph.cli import _inspect, _operator, _rules, _rules_trust, _server, _store_commands, _tenants
+from symfonic_graph.cli import _decisions, _inspect, _operator, _rules, _rules_trust, _server, _store_commands, _tenants
 from symfonic_graph.cli._common import one_line
 from symfonic_graph.errors import SymfonicGraphError
 
@@ -42,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     rules = _group(sub, "rules", "check a scope's rules, replay them over recorded conversations, mine new ones")
     _rules.register(rules)
     _rules_trust.register(rules, skills)
+    _decisions.register(sub, rules)
     return parser
 
 

@@ -81,6 +81,7 @@ from langgraph.types import Command
 
 from symfonic_graph.errors import ScopeError, StoreUnavailableError
 from symfonic_graph.integrations._adapters import Conversations, tool_message
+from symfonic_graph.integrations._decisions import Watch, check_sink
 from symfonic_graph.integrations._shared import (
     REMINDERS_MARKER_KEY,
     REMINDERS_MARKER_VALUE,
@@ -91,6 +92,7 @@ from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
 from symfonic_graph.rules._messages import call_ref, messages_of
+from symfonic_graph.rules.decisions import DecisionSink
 from symfonic_graph.rules.gate import GateDecision, Strict, run_gate, strict_policy
 from symfonic_graph.rules.lint import ToolLinter, tool_names
 from symfonic_graph.rules.preflight import preflight_block
@@ -195,6 +197,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             outage even when the scope's rules were never seen.
         count_failed_calls: let a failed tool result (``status="error"``)
             satisfy a precondition, as the seeds did (default False).
+        decision_sink: where every block, would-block, refusal, outage
+            pass-through and stale-rules decision is kept besides its
+            ``symfonic_graph.decisions`` log line and counter (e.g.
+            ``symfonic_graph.decisions.Neo4jDecisionLog(store)``).
 
     Put it *before* (outside) ``AnthropicPromptCachingMiddleware`` in
     ``middleware=[...]``, so the caching middleware sees the final system
@@ -210,6 +216,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def __init__(
         self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: Strict = False,
         count_failed_calls: bool = False, guarded_tools: Iterable[str] = (),
+        decision_sink: DecisionSink | None = None,
     ) -> None:
         super().__init__()
         if not isinstance(memory, TurnMemory):
@@ -224,6 +231,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self.evaluator = evaluator
         self.strict, self.guarded_tools = strict_policy(strict, guarded_tools)
         self.count_failed_calls = bool(count_failed_calls)
+        self.decision_sink = check_sink(decision_sink)
         self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
         self._linters: dict[frozenset[str], ToolLinter] = {}
         self._conversations = Conversations()
@@ -378,12 +386,14 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         messages = messages_of(state)
         scope = self._scope_of_step(getattr(request.runtime, "context", None), state, messages)
         shown = self._shown.get((scope, call_id)) if isinstance(call_id, str) else None
+        watch = Watch(scope)
 
         async def skills(_: object) -> Sequence[Any]:
             # Read now when this middleware did not see the call requested (a run resumed elsewhere),
             # or when the snapshot is older than max_age (a run resumed after a human approval).
             fresh = shown is not None and self.memory.clock() - shown.taken_at < self.memory.max_age
             snapshot = shown if shown is not None and fresh else await self.memory.begin(scope)
+            watch.stale = snapshot.stale
             return snapshot.skills
 
         ref = call_ref({"name": name, "args": dict(call.get("args") or {}), "id": call_id})
@@ -391,6 +401,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             return GateDecision(name, call_id, "allowed")
         history = self._conversations.read(messages).conversation.history_before(call_id)
         gate_state = state if isinstance(state, Mapping) else {"messages": messages}
-        decisions = await run_gate(gate_state, skills, strict=self.strict, count_failed_calls=self.count_failed_calls,
-                                   turn=(history, [ref]), guarded_tools=self.guarded_tools)
+        decisions = await run_gate(gate_state, watch.wrap(skills), strict=self.strict,
+                                   count_failed_calls=self.count_failed_calls, turn=(history, [ref]),
+                                   guarded_tools=self.guarded_tools)
+        await watch.emit(decisions, sink=self.decision_sink, strict=self.strict, calls=[(name, call_id)],
+                         config=getattr(request.runtime, "config", None))
         return decisions[0] if decisions else GateDecision(name, call_id, "allowed")

@@ -31,6 +31,7 @@ Example:
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -47,10 +48,12 @@ from langgraph.types import Checkpointer, Command
 
 from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.integrations._adapters import Conversations, terminal_ai_message, tool_message
+from symfonic_graph.integrations._decisions import Watch, check_sink
 from symfonic_graph.integrations._shared import Cue, last_human_text
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
 from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
+from symfonic_graph.rules.decisions import DecisionSink
 from symfonic_graph.rules.gate import SkillLookup, Strict, run_gate, strict_policy
 from symfonic_graph.rules.gate import _lookup as checked_lookup
 from symfonic_graph.rules.lint import ToolLinter
@@ -127,6 +130,7 @@ def create_guarded_tool_node(
     messages_key: str = "messages",
     count_failed_calls: bool = False,
     guarded_tools: Iterable[str] = (),
+    decision_sink: DecisionSink | None = None,
 ) -> GuardedNode:
     """Build a tool node that enforces preconditions and answers every tool call.
 
@@ -143,6 +147,11 @@ def create_guarded_tool_node(
             (default) passes every call through.
         guarded_tools: tool names ``strict="guarded"`` blocks during an
             outage even when the scope's rules were never seen.
+        decision_sink: where every block, would-block, refusal, outage
+            pass-through and stale-rules decision is kept besides its
+            ``symfonic_graph.decisions`` log line and counter (e.g.
+            ``Neo4jDecisionLog(store)``); records need a ``TurnMemory`` to
+            name their tenant.
         messages_key: the state key holding the messages.
         count_failed_calls: let a failed tool result satisfy a precondition
             (the seeds' behaviour; default False).
@@ -166,21 +175,28 @@ def create_guarded_tool_node(
     policy = strict_policy(strict, guarded_tools)
     tool_node = _as_tool_node(tools)
     return _guarded_node(tool_node, memory, ToolLinter(tool_node.tools_by_name), policy=policy,
-                         messages_key=messages_key, count_failed_calls=count_failed_calls)
+                         messages_key=messages_key, count_failed_calls=count_failed_calls,
+                         sink=check_sink(decision_sink))
 
 
 def _guarded_node(
     tool_node: ToolNode, memory: Memory, linter: ToolLinter, *, policy: tuple[Strict, frozenset[str]],
-    messages_key: str, count_failed_calls: bool,
+    messages_key: str, count_failed_calls: bool, sink: DecisionSink | None = None,
 ) -> GuardedNode:
     strict, guarded = policy
     lookup = _lookup_of(memory)
     conversations = Conversations()  # each message read once; a turn reads only what the last one did not
 
-    async def get_active_skills(state: Any) -> Any:
-        skills: Any = lookup(state)
-        if inspect.isawaitable(skills):
-            skills = await skills
+    async def get_active_skills(state: Any, watch: Watch) -> Any:
+        skills: Any
+        if isinstance(memory, TurnMemory):
+            watch.scope = memory.scope_from(state)
+            snapshot = await memory.gate_snapshot(watch.scope)
+            watch.stale, skills = snapshot.stale, snapshot.skills
+        else:
+            skills = lookup(state)
+            if inspect.isawaitable(skills):
+                skills = await skills
         if isinstance(skills, Iterable) and not isinstance(skills, (str, bytes, Mapping)):
             skills = skills if isinstance(skills, RuleSet) else list(skills)
             linter.check(skills)  # a broken lookup result is left for the gate to report
@@ -193,8 +209,11 @@ def _guarded_node(
             return {}
         history, calls = conversations.read(messages).turn()  # the terminal message read as the last one
         turn = (history, calls if ai is messages[-1] else terminal_tool_calls([ai]))  # else its converted calls
-        decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]), get_active_skills, strict=strict,
+        watch = Watch()
+        decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]),
+                                   watch.wrap(functools.partial(get_active_skills, watch=watch)), strict=strict,
                                    count_failed_calls=count_failed_calls, turn=turn, guarded_tools=guarded)
+        await watch.emit(decisions, sink=sink, strict=strict, calls=[(c.name, c.id) for c in turn[1]], config=config)
         blocked = {i: m for i, d in enumerate(decisions) if (m := tool_message(d)) is not None}
         allowed = [call for i, call in enumerate(ai.tool_calls) if i not in blocked]
         executed: list[ToolMessage] = []
@@ -280,6 +299,7 @@ def build_agent_graph(
     checkpointer: Checkpointer = None,
     context_schema: type[Any] | None = None,
     guarded_tools: Iterable[str] = (),
+    decision_sink: DecisionSink | None = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A compiled agent loop: ``agent -> guarded tools -> agent``, END without tool calls.
 
@@ -308,6 +328,11 @@ def build_agent_graph(
             (default) passes every call through.
         guarded_tools: tool names ``strict="guarded"`` blocks during an
             outage even when the scope's rules were never seen.
+        decision_sink: where every block, would-block, refusal, outage
+            pass-through and stale-rules decision is kept besides its
+            ``symfonic_graph.decisions`` log line and counter (e.g.
+            ``Neo4jDecisionLog(store)``); records need a ``TurnMemory`` to
+            name their tenant.
         count_failed_calls: let a failed tool result satisfy a precondition
             (the seeds' behaviour; default False).
         preflight: show the pre-flight block each turn (not stored in the state).
@@ -335,6 +360,7 @@ def build_agent_graph(
         if not isinstance(memory, TurnMemory):
             raise TypeError("evaluator needs memory=TurnMemory(store): reminders come from the turn's read")
     policy = strict_policy(strict, guarded_tools)
+    sink = check_sink(decision_sink)
     tool_node = _as_tool_node(tools)
     bound = model.bind_tools(list(tool_node.tools_by_name.values()))
     linter = ToolLinter(tool_node.tools_by_name)
@@ -348,7 +374,7 @@ def build_agent_graph(
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema)
     builder.add_node("agent", agent)
     builder.add_node("tools", _guarded_node(tool_node, memory, linter, policy=policy, messages_key="messages",
-                                            count_failed_calls=count_failed_calls))
+                                            count_failed_calls=count_failed_calls, sink=sink))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")

@@ -369,11 +369,14 @@ class TurnMemory:
         Raises:
             ScopeError: the turn has no usable scope (see ``scope_from``).
         """
-        scope = self.scope_from(state)
+        return (await self.gate_snapshot(self.scope_from(state))).skills
+
+    async def gate_snapshot(self, scope: MemoryScope) -> TurnSnapshot:
+        """The snapshot the gate decides by: the scope's last one, read again when older than ``max_age``."""
         snapshot = self._snapshots.get(scope)
         if snapshot is None or self.clock() - snapshot.taken_at >= self.max_age:
             snapshot = await self.begin(scope)
-        return snapshot.skills
+        return snapshot
 
 
 def _chars(value: Any, depth: int = 0) -> int:

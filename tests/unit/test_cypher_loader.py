@@ -103,6 +103,8 @@ def test_scoped_read_list_is_complete() -> None:
     operator_reads |= {"write_staged_count"}
     # skills_evidence decorates, by id within the tenant, skills a scoped read (skills_visible) already listed.
     operator_reads |= {"skills_evidence"}
+    # decisions_report aggregates the tenant's decision log for an operator, not a turn's memory.
+    operator_reads |= {"decisions_report"}
     assert reads - operator_reads <= _SCOPED_READS
 
 

@@ -30,7 +30,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
 )
 """Bottom to top. A module may import from its own layer and the layers before it, never from one after."""
 
-FACADES = frozenset({"composition", "doctor", "gate", "langchain", "langgraph", "layers", "models",
+FACADES = frozenset({"composition", "decisions", "doctor", "gate", "langchain", "langgraph", "layers", "models",
                      "preconditions", "recall", "skill_source", "triggers", "turn_scope"})
 """Public import paths at the top level (docs/compatibility.md, *What is public*), each a re-export."""
 
