@@ -43,6 +43,7 @@ EXPECTED_INDEXES = (
     "fact_tenant",
     "symfonic_memory_text_v3",
     "trigger_scope",
+    "decision_tenant",
     # The indexes behind the uniqueness constraints: ids, and the identifier
     # keys that make re-seeds replace and keep writes from taking over nodes.
     "skill_id_per_tenant",

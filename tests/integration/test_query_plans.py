@@ -126,3 +126,24 @@ async def test_doctor_for_one_tenant_reads_that_tenant_only(
         everyone = await _db_hits(store, name, {"tenant_id": None, **params})
         least = 1 if name == "doctor_catalogs" else 300  # the neighbour has one catalog, 300 skills and triggers
         assert everyone >= least, f"{name} without a tenant read only {everyone} records"
+
+
+async def test_the_decision_log_of_one_tenant_costs_another_nothing(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
+) -> None:
+    """Report, prune and erase seek the tenant's decisions (index `decision_tenant`, migration 0009)."""
+    neighbour = f"{tenant}-neighbour"
+    forget.append(neighbour)
+    await driver.execute_query(
+        "UNWIND range(1, 500) AS i CREATE (:SymfonicDecision {tenant_id: $t, namespace: null, tool: 'refund', "
+        "call_id: 'c' + i, rule_ids: ['s1'], decision: 'block', mode: 'enforce', reason: 'x', at: 0.0})",
+        {"t": neighbour})
+    quiet = {
+        "decisions_report": {"tenant_id": tenant, "namespace": None, "since": 0.0},
+        "decisions_prune": {"tenant_id": tenant, "before": 2.0**40, "limit": 1000},
+        "erase_nodes_batch": {"tenant_id": tenant, "namespace": None, "whole_tenant": True, "limit": 1000},
+    }
+    for name, params in quiet.items():
+        hits = await _db_hits(store, name, params)
+        assert hits <= 50, f"{name} read {hits} records for a tenant that holds nothing (the neighbour holds 500)"
+    await driver.execute_query("MATCH (d:SymfonicDecision {tenant_id: $t}) DELETE d", {"t": neighbour})
