@@ -16,6 +16,8 @@ CALL (t) {
   UNION MATCH (n:Trigger {tenant_id: t}) RETURN n
   UNION MATCH (n:Fact {tenant_id: t}) RETURN n
   UNION MATCH (n:SymfonicCatalog {tenant_id: t}) RETURN n
+  UNION MATCH (n:SymfonicChange {tenant_id: t}) RETURN n
+  UNION MATCH (n:SymfonicErasure {tenant_id: t}) RETURN n
 }
 DETACH DELETE n
 """

@@ -3,6 +3,7 @@
 Its users import from here; the modules inside import each other directly.
 """
 
+from symfonic_graph._store.changes import skill_change, who
 from symfonic_graph._store.guards import held_keys, owned_by, refuse_held_keys, refuse_published
 from symfonic_graph._store.keys import (
     MAX_COUNT,
@@ -39,9 +40,11 @@ __all__ = [
     "positive_count",
     "refuse_held_keys",
     "refuse_published",
+    "skill_change",
     "skill_key",
     "staged_keys",
     "tenant_token",
     "trigger_key",
+    "who",
     "within_deadline",
 ]

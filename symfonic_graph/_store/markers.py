@@ -9,10 +9,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from symfonic_graph._store.changes import Changes, marker_change, who
 from symfonic_graph._store.guards import one_target
 from symfonic_graph._store.keys import positive_count
 from symfonic_graph._store.steps import Step
-from symfonic_graph._store.transport import Transport
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import refuse_over_cap
@@ -26,11 +26,14 @@ MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
 ERASE_BATCH = 1000
 
 
-class Markers(Transport):
+class Markers(Changes):
     """Soft and hard deletes of one scope's nodes."""
 
-    async def retract(self, scope: MemoryScope, node_id: str, *, reason: str = "") -> str:
+    async def retract(self, scope: MemoryScope, node_id: str, *, reason: str = "", actor: str | None = None) -> str:
         """Hide a node from every read (soft delete); ``restore`` undoes it. Returns the node's id.
+
+        The change is recorded (``actor``, ``reason``, live → retracted) in
+        its own transaction: ``history`` lists it.
 
         ``node_id`` is the node's id or, when no node of the tenant has that
         id, the ``identifier`` of a live skill or trigger of the scope.
@@ -41,31 +44,36 @@ class Markers(Transport):
             ValidationError: the identifier names several nodes of the scope; give the node id.
         """
         node = await self._marker("node_retract", scope, node_id,
+                                  marker_change(scope, node_id, "retract", to="retracted", actor=actor,
+                                                reason=reason or None),
                                   reason=v.text("reason", reason, required=False))
         log.info("retracted %s in %s: %s", node, describe_scope(scope), reason)
         return node
 
-    async def restore(self, scope: MemoryScope, node_id: str) -> str:
-        """Undo ``retract``; ``node_id`` as for ``retract``. Returns the node's id.
+    async def restore(self, scope: MemoryScope, node_id: str, *, actor: str | None = None,
+                      reason: str | None = None) -> str:
+        """Undo ``retract``; ``node_id`` as for ``retract``. Returns the node's id. Recorded (retracted → live).
 
         Raises, besides what ``retract`` raises:
             ValidationError: the restored node would take the scope over its
                 skill cap or its budget (``_limits``); nothing changes.
         """
         return await self._marker("node_restore", scope, node_id,
+                                  marker_change(scope, node_id, "restore", to="live", actor=actor, reason=reason),
                                   cap=Step("skills_owned_count", scope.params(), refuse_over_cap(scope)))
 
-    async def _marker(self, name: str, scope: MemoryScope, node_id: str, *, cap: Step | None = None,
-                      **extra: Any) -> str:
+    async def _marker(self, name: str, scope: MemoryScope, node_id: str, record: Step, *,
+                      cap: Step | None = None, **extra: Any) -> str:
         v.text("node_id", node_id)
         params = {**scope.params(), "node_id": node_id, **extra}
         written = await self.write(
-            [Step(name, params, one_target(scope, node_id)), *([cap] if cap is not None else []),
+            [record, Step(name, params, one_target(scope, node_id)), *([cap] if cap is not None else []),
              ("catalog_bump", {"tenant_id": scope.tenant_id})]
         )
         return str(written.one(name)["id"])
 
-    async def erase(self, scope: MemoryScope, *, batch_size: int = ERASE_BATCH) -> dict[str, int]:
+    async def erase(self, scope: MemoryScope, *, batch_size: int = ERASE_BATCH, actor: str | None = None,
+                    reason: str | None = None) -> dict[str, int]:
         """Delete every node of ``scope`` for good, in batches; return how many per label.
 
         ``MemoryScope(tenant, namespace)`` erases exactly that namespace (one
@@ -77,12 +85,16 @@ class Markers(Transport):
         transaction, so a tenant of any size never needs one large
         transaction; an interrupted erase is finished by running it again. A
         scope that holds nothing erases nothing and creates nothing: every count is 0.
+        An erase that deleted nodes leaves a receipt once it finishes (tenant,
+        namespace, counts, time, ``actor``, ``reason``; ``erasures`` lists it),
+        which no erase deletes; the scope's change records are its data, erased.
 
         Example:
             >>> await store.erase(MemoryScope("acme", "user-7"))
             {'Skill': 2, 'Precondition': 3, 'Trigger': 1, 'Fact': 0, 'SymfonicTriggerSelection': 0}
         """
         size = positive_count("batch_size", batch_size, most=100_000)
+        who(actor, reason)  # refused before anything is deleted
         whole = scope.namespace is None
         params = {**scope.params(), "whole_tenant": whole, "limit": size}
         counts = {"Skill": 0, "Precondition": 0, "Trigger": 0, "Fact": 0, "SymfonicTriggerSelection": 0}
@@ -105,6 +117,8 @@ class Markers(Transport):
             counts["SymfonicCatalog"] = int(rows[0]["catalogs"]) if rows else 0
         elif counts["Skill"]:
             await self.write([("catalog_bump", tenant)])  # cached catalogs of the tenant are read again
+        if sum(counts.values()):
+            await self._erasure_receipt(scope, counts, actor=actor, reason=reason)
         log.info("erased %s: %s", describe_scope(scope) if not whole else f"tenant {scope.tenant_id} (whole)", counts)
         return counts
 

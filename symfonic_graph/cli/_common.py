@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 from typing import Any
@@ -17,6 +18,23 @@ def add_scope_flags(parser: argparse.ArgumentParser) -> None:
 
 def add_json_flag(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="machine-readable JSON output")
+
+
+def add_who_flags(parser: argparse.ArgumentParser, *, reason: bool = True) -> None:
+    """``--actor`` (default: the OS user) and ``--reason``: recorded with the change (``skills history``)."""
+    parser.add_argument("--actor", default=None, help="who makes the change (default: the OS user)")
+    if reason:
+        parser.add_argument("--reason", default=None, help="why (recorded with the change)")
+
+
+def actor_of(args: argparse.Namespace) -> str | None:
+    """``--actor``, else the OS user, else None (unknown)."""
+    if args.actor is not None:
+        return str(args.actor)
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):  # no user name in the environment nor the password database
+        return None
 
 
 def scope_of(args: argparse.Namespace) -> MemoryScope:

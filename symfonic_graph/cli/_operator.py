@@ -11,7 +11,7 @@ from typing import Any
 import anyio
 
 from symfonic_graph._store import GraphMemoryStore
-from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
+from symfonic_graph.cli._common import actor_of, add_json_flag, add_scope_flags, add_who_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store, run_script, run_statement
 from symfonic_graph.cli._script_effects import Effects, follow_up, snapshot, tenant_literals
 from symfonic_graph.cli._tenants import notice_if_empty
@@ -68,7 +68,8 @@ def register(sub: Any) -> None:
         add_scope_flags(p)
         add_json_flag(p)
         if name == "retract":
-            p.add_argument("--reason", default="", help="why (kept for audit)")
+            p.add_argument("--reason", default="", help="why (kept for audit, and recorded with the change)")
+        add_who_flags(p, reason=name != "retract")
         p.set_defaults(handler=lambda a, n=name: anyio.run(_marker, a, n))
     for name, helptext in (("publish", "make a staged write visible"), ("discard", "delete a staged write")):
         p = sub.add_parser(name, help=helptext)
@@ -282,9 +283,9 @@ async def _marker(args: argparse.Namespace, name: str) -> int:
     async with open_store() as store:
         await notice_if_empty(store, scope.tenant_id)
         if name == "retract":
-            node_id = await store.retract(scope, args.node_id, reason=args.reason)
+            node_id = await store.retract(scope, args.node_id, reason=args.reason, actor=actor_of(args))
         else:
-            node_id = await store.restore(scope, args.node_id)
+            node_id = await store.restore(scope, args.node_id, actor=actor_of(args), reason=args.reason)
     named = "" if node_id == args.node_id else f" (identifier {args.node_id})"
     emit(args, {"action": name, "node_id": node_id, "tenant_id": scope.tenant_id,
                 "namespace": scope.namespace}, f"{_DONE[name]} {node_id}{named}")

@@ -12,8 +12,8 @@ from typing import Any
 
 import anyio
 
-from symfonic_graph._store import GraphMemoryStore, Step, owned_by
-from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
+from symfonic_graph._store import GraphMemoryStore, Step, owned_by, skill_change
+from symfonic_graph.cli._common import actor_of, add_json_flag, add_scope_flags, add_who_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.learning.mining import RuleProposal, mine_rules
 from symfonic_graph.learning.replay import ReplayReport, replay
@@ -49,7 +49,13 @@ def register(rules: Any, skills: Any) -> None:
         p.add_argument("skill", metavar="ID", help="the skill's id, or its identifier")
         add_scope_flags(p)
         add_json_flag(p)
+        add_who_flags(p)
         p.set_defaults(handler=lambda a, n=name: anyio.run(_skill_action, a, n))
+    history = skills.add_parser("history", help="a rule's recorded changes: who, why, when, old -> new")
+    history.add_argument("skill", metavar="ID", help="the skill's id, or its identifier")
+    add_scope_flags(history)
+    add_json_flag(history)
+    history.set_defaults(handler=lambda a: anyio.run(_history, a))
 
 
 # --- replay -------------------------------------------------------------------------
@@ -131,10 +137,13 @@ async def resolve_skill(layer: ProceduralLayer, scope: MemoryScope, given: str) 
     return owned[0].id if owned else given  # unknown: the write says it is not found
 
 
-async def set_enforcement(store: GraphMemoryStore, scope: MemoryScope, skill_id: str, enforcement: str) -> None:
-    """Shadow or enforce a skill in its owning scope, and bump the catalog so turns read it again."""
+async def set_enforcement(store: GraphMemoryStore, scope: MemoryScope, skill_id: str, enforcement: str, *,
+                          actor: str | None = None, reason: str | None = None) -> None:
+    """Shadow or enforce a skill in its owning scope, and bump the catalog so turns read it again; recorded."""
     params = {**scope.params(), "skill_id": skill_id, "enforcement": enforcement}
-    await store.write([Step("skill_set_enforcement", params, owned_by(scope, skill_id)),
+    await store.write([skill_change(scope, skill_id, enforcement, field="enforcement", to=enforcement,
+                                    default_from="enforce", actor=actor, reason=reason),
+                       Step("skill_set_enforcement", params, owned_by(scope, skill_id)),
                        Step("catalog_bump", {"tenant_id": scope.tenant_id})])
 
 
@@ -146,12 +155,23 @@ async def _skill_action(args: argparse.Namespace, name: str) -> int:
     async with open_store() as store:
         layer = ProceduralLayer(store)
         skill_id = await resolve_skill(layer, scope, args.skill)
+        who = {"actor": actor_of(args), "reason": args.reason}
         if name == "approve":
-            await layer.approve(scope, skill_id)
+            await layer.approve(scope, skill_id, **who)
         elif name == "reject":
-            await layer.reject(scope, skill_id)
+            await layer.reject(scope, skill_id, **who)
         else:
-            await set_enforcement(store, scope, skill_id, name)
+            await set_enforcement(store, scope, skill_id, name, **who)
     emit(args, {"action": name, "skill_id": skill_id, "tenant_id": scope.tenant_id, "namespace": scope.namespace},
          f"{_DONE[name]} {skill_id}")
+    return 0
+
+
+async def _history(args: argparse.Namespace) -> int:
+    scope = scope_of(args)
+    async with open_store() as store:  # the id, or the identifier: the records of each node it named
+        changes = await store.history(scope, args.skill)
+    lines = [f"{c['at']}  {c['change']}  {c['from']} -> {c['to']}  by {c['actor'] or '(unknown)'}"
+             + (f": {c['reason']}" if c["reason"] else "") for c in changes]
+    emit(args, changes, "\n".join(lines) or f"no recorded changes of {args.skill}")
     return 0

@@ -1,4 +1,4 @@
-"""``symfonic-graph tenants list|erase``, and the notice for a tenant that holds nothing."""
+"""``symfonic-graph tenants list|erase|erasures``, and the notice for a tenant that holds nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from symfonic_graph._store import GraphMemoryStore
-from symfonic_graph.cli._common import add_json_flag, emit
+from symfonic_graph.cli._common import actor_of, add_json_flag, add_who_flags, emit
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
@@ -31,7 +31,13 @@ def register(sub: Any) -> None:
     erase.add_argument("--namespace", default=None, help="erase only this namespace (default: the whole tenant)")
     erase.add_argument("--yes", action="store_true", help="confirm: erasing cannot be undone")
     add_json_flag(erase)
+    add_who_flags(erase)
     erase.set_defaults(handler=lambda a: anyio.run(_erase, a))
+    erasures = actions.add_parser("erasures", help="the receipts of past erasures: tenant, namespace, counts, "
+                                                   "when, who, why")
+    erasures.add_argument("--tenant", default=None, help="only this tenant's (default: every tenant's)")
+    add_json_flag(erasures)
+    erasures.set_defaults(handler=lambda a: anyio.run(_erasures, a))
 
 
 async def _list(args: argparse.Namespace) -> int:
@@ -54,13 +60,23 @@ async def _erase(args: argparse.Namespace) -> int:
         raise ValidationError("--yes", f"erasing {what} deletes its nodes for good; add --yes to confirm")
     async with open_store() as store:
         await notice_if_empty(store, scope.tenant_id)
-        counts = await store.erase(scope)
+        counts = await store.erase(scope, actor=actor_of(args), reason=args.reason)
     total = sum(counts.values())
     detail = ", ".join(f"{label} {n}" for label, n in counts.items() if n)
     text = (f"erased {what}: {total} node(s)" + (f" ({detail})" if detail else "") if total
             else f"nothing to erase: {what} holds no node (0 nodes erased)")
     emit(args, {"tenant_id": scope.tenant_id, "namespace": scope.namespace, "whole_tenant": scope.namespace is None,
                 "counts": counts}, text)
+    return 0
+
+
+async def _erasures(args: argparse.Namespace) -> int:
+    async with open_store() as store:
+        rows = await store.erasures(args.tenant)
+    lines = [f"{r['at']}  {r['tenant_id']}{'/' + r['namespace'] if r['namespace'] else ' (whole)'}  "
+             f"{sum(r['counts'].values())} node(s)  by {r['actor'] or '(unknown)'}"
+             + (f": {r['reason']}" if r["reason"] else "") for r in rows]
+    emit(args, rows, "\n".join(lines) or "(no erasures)")
     return 0
 
 

@@ -44,6 +44,8 @@ EXPECTED_INDEXES = (
     "symfonic_memory_text_v3",
     "trigger_scope",
     "decision_tenant",
+    "change_tenant",
+    "erasure_tenant",
     # The indexes behind the uniqueness constraints: ids, and the identifier
     # keys that make re-seeds replace and keep writes from taking over nodes.
     "skill_id_per_tenant",

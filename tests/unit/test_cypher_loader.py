@@ -105,6 +105,8 @@ def test_scoped_read_list_is_complete() -> None:
     operator_reads |= {"skills_evidence"}
     # decisions_report aggregates the tenant's decision log for an operator, not a turn's memory.
     operator_reads |= {"decisions_report"}
+    # change_history and erasures_list read the records of changes and erasures for an operator.
+    operator_reads |= {"change_history", "erasures_list"}
     assert reads - operator_reads <= _SCOPED_READS
 
 

@@ -15,6 +15,7 @@ from symfonic_graph._store import (
     new_id,
     owned_by,
     refuse_held_keys,
+    skill_change,
     skill_key,
     staged_keys,
     tenant_token,
@@ -199,17 +200,21 @@ class ProceduralLayer:
             raise NotFoundError(f"no readable skill {skill_id!r} in tenant {scope.tenant_id!r}; check the id and scope")
         return skill
 
-    async def approve(self, scope: MemoryScope, skill_id: str) -> None:
+    async def approve(self, scope: MemoryScope, skill_id: str, *, actor: str | None = None,
+                      reason: str | None = None) -> None:
         """Approve a draft so turns see it; a draft of an existing identifier replaces that skill.
 
-        Raises ``AuthorityError`` (nothing changes) when a node of another scope
-        holds that identifier's key.
+        The change is recorded in its own transaction (``actor``, ``reason``,
+        old → new status; ``actor=None``: unknown), read by ``store.history``.
+        Raises ``AuthorityError`` (nothing changes, nothing recorded) when a
+        node of another scope holds that identifier's key.
         """
-        await self._set_status(scope, skill_id, "approved", take_key=True)
+        await self._set_status(scope, skill_id, "approved", take_key=True, actor=actor, reason=reason)
 
-    async def reject(self, scope: MemoryScope, skill_id: str) -> None:
-        """Reject a draft (or an approved skill): turns stop seeing it."""
-        await self._set_status(scope, skill_id, "rejected")
+    async def reject(self, scope: MemoryScope, skill_id: str, *, actor: str | None = None,
+                     reason: str | None = None) -> None:
+        """Reject a draft (or an approved skill): turns stop seeing it. Recorded as ``approve`` is."""
+        await self._set_status(scope, skill_id, "rejected", actor=actor, reason=reason)
 
     async def propose_mined(self, scope: MemoryScope, proposals: Sequence[Any]) -> list[dict[str, Any]]:
         """Write mined rules (``RuleProposal``) as draft skills, keyed by (action, precondition).
@@ -239,10 +244,14 @@ class ProceduralLayer:
         return [dict(by_identifier[row["identifier"]]) for row in rows]
 
     async def _set_status(
-        self, scope: MemoryScope, skill_id: str, status: str, *, take_key: bool = False
+        self, scope: MemoryScope, skill_id: str, status: str, *, take_key: bool = False,
+        actor: str | None = None, reason: str | None = None,
     ) -> None:
         params = {**scope.params(), "skill_id": v.text("skill_id", skill_id)}
-        steps = [Step("skill_set_status", {**params, "status": status}, owned_by(scope, skill_id))]
+        change = "approve" if status == "approved" else "reject"
+        steps = [skill_change(scope, skill_id, change, field="status", to=status, default_from="approved",
+                              actor=actor, reason=reason),
+                 Step("skill_set_status", {**params, "status": status}, owned_by(scope, skill_id))]
         if take_key:  # a draft of an identifier takes over the live skill's key, never another scope's
             steps += [Step("skill_draft_key_held", params, refuse_held_keys("skill")), Step("skill_take_key", params),
                       Step("skills_owned_count", scope.params(), refuse_over_cap(scope))]

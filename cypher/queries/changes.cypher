@@ -1,0 +1,70 @@
+// name: change_record_skill
+// params: tenant_id, namespace, skill_id, change, field, default_from, to, actor, reason
+// returns: recorded
+// mode: write
+// The record of one change to a skill's `status` or `enforcement` ($field),
+// run in the change's own transaction just before it: `from` is the value the
+// change replaces. Only a skill the scope owns is recorded; when the change
+// itself then refuses (not found, another scope's), the transaction rolls
+// back and the record with it.
+MATCH (s:Skill {tenant_id: $tenant_id, id: $skill_id})
+WHERE
+  // include: node_owned(s)
+CREATE (:SymfonicChange {
+  tenant_id: $tenant_id, namespace: $namespace, target_id: s.id, identifier: s.identifier,
+  at: datetime(), actor: $actor, reason: $reason, change: $change,
+  from: coalesce(s[$field], $default_from), to: $to
+})
+RETURN count(*) AS recorded;
+
+// name: change_record_marker
+// params: tenant_id, namespace, node_id, change, to, actor, reason
+// returns: recorded
+// mode: write
+// The record of a retract or restore, run in its transaction just before it,
+// on the node the marker statement will change (see `marker_target`): `from`
+// is "retracted" or "live" as the node is now.
+// include: marker_target
+WITH n, owned, candidates WHERE owned AND candidates = 1
+CREATE (:SymfonicChange {
+  tenant_id: $tenant_id, namespace: $namespace, target_id: n.id, identifier: n.identifier,
+  at: datetime(), actor: $actor, reason: $reason, change: $change,
+  from: CASE WHEN n:SymfonicRetracted THEN 'retracted' ELSE 'live' END, to: $to
+})
+RETURN count(*) AS recorded;
+
+// name: change_history
+// params: tenant_id, namespace, target
+// returns: at, actor, reason, change, from, to, target_id, identifier
+// mode: read
+// The recorded changes of one node of exactly this scope, by its id or its
+// identifier, oldest first. Seeks the tenant (index change_tenant).
+MATCH (c:SymfonicChange {tenant_id: $tenant_id})
+WHERE (c.target_id = $target OR c.identifier = $target)
+  AND
+  // include: node_owned(c)
+RETURN toString(c.at) AS at, c.actor AS actor, c.reason AS reason, c.change AS change,
+       c.from AS from, c.to AS to, c.target_id AS target_id, c.identifier AS identifier
+ORDER BY c.at, c.target_id;
+
+// name: erasure_receipt
+// params: tenant_id, namespace, counts, actor, reason
+// returns: at
+// mode: write
+// The receipt of one finished erase: who, why, when and how many nodes per
+// label (`counts`, a JSON object). No erase ever deletes a receipt.
+CREATE (e:SymfonicErasure {tenant_id: $tenant_id, namespace: $namespace, counts: $counts,
+                           at: datetime(), actor: $actor, reason: $reason})
+RETURN toString(e.at) AS at;
+
+// name: erasures_list
+// params: tenant_id
+// returns: tenant_id, namespace, counts, at, actor, reason
+// mode: read
+// Erasure receipts, oldest first: one tenant's (index erasure_tenant) or, with
+// a null $tenant_id, every tenant's.
+MATCH (e:SymfonicErasure)
+WHERE $tenant_id IS NULL OR e.tenant_id = $tenant_id
+RETURN e.tenant_id AS tenant_id, e.namespace AS namespace, e.counts AS counts, toString(e.at) AS at,
+       e.actor AS actor, e.reason AS reason
+ORDER BY e.at;
