@@ -68,3 +68,27 @@ WHERE $tenant_id IS NULL OR e.tenant_id = $tenant_id
 RETURN e.tenant_id AS tenant_id, e.namespace AS namespace, e.counts AS counts, toString(e.at) AS at,
        e.actor AS actor, e.reason AS reason
 ORDER BY e.at;
+
+// name: change_record_publish
+// params: tenant_id, namespace, write_id, actor, reason
+// returns: recorded
+// mode: write
+// The record of a publish, run in the flip's transaction just before
+// `write_publish_listed`, under the write id as its target: only when the flip
+// will list the write (it holds unpublished nodes of the scope, not listed yet).
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
+CALL (published, entry) {
+  OPTIONAL MATCH (n:SymfonicUnpublished)
+  WHERE n.tenant_id = $tenant_id
+    AND
+    // include: node_owned(n)
+    AND n.symfonic_write_id = $write_id AND NOT entry IN published
+  RETURN count(n) AS staged
+}
+WITH staged WHERE staged > 0
+CREATE (:SymfonicChange {
+  tenant_id: $tenant_id, namespace: $namespace, target_id: $write_id, identifier: null,
+  at: datetime(), actor: $actor, reason: $reason, change: 'publish', from: 'staged', to: 'published'
+})
+RETURN count(*) AS recorded;

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from symfonic_graph._store.changes import who
 from symfonic_graph._store.guards import refuse_held_keys, refuse_published
 from symfonic_graph._store.keys import positive_count, required_write_id
 from symfonic_graph._store.steps import Row, Statement, Step, Written
@@ -28,7 +29,8 @@ class _MoreToPrepare(Exception):
 class Staging(Transport):
     """Publish, fold and discard of staged writes."""
 
-    async def publish(self, scope: MemoryScope, write_id: str, *, batch_size: int = STAGE_BATCH) -> int:
+    async def publish(self, scope: MemoryScope, write_id: str, *, batch_size: int = STAGE_BATCH,
+                      actor: str | None = None, reason: str | None = None) -> int:
         """Make every node staged under ``write_id`` visible at once; return how many.
 
         Visibility flips by one append to the tenant's catalog node, which
@@ -37,16 +39,19 @@ class Staging(Transport):
         node: a large write is first prepared in transactions of at most
         ``batch_size`` nodes (each within ``query_timeout``), none of which
         changes what a reader sees. Writes published more than
-        ``PUBLISH_SETTLE_SECONDS`` ago are folded first.
+        ``PUBLISH_SETTLE_SECONDS`` ago are folded first. The flip records
+        the publish (``actor``, ``reason``, staged → published, under the
+        write id: ``history(scope, write_id)``) in its own transaction.
 
         Example:
             >>> await store.publish(MemoryScope("acme"), "release-42")
             120
         """
-        return await self.publish_scopes([scope], write_id, batch_size=batch_size)
+        return await self.publish_scopes([scope], write_id, batch_size=batch_size, actor=actor, reason=reason)
 
     async def publish_scopes(
-        self, scopes: Sequence[MemoryScope], write_id: str, *, batch_size: int = STAGE_BATCH
+        self, scopes: Sequence[MemoryScope], write_id: str, *, batch_size: int = STAGE_BATCH,
+        actor: str | None = None, reason: str | None = None,
     ) -> int:
         """``publish`` for several scopes (of one or more tenants) in one flip: all become visible together.
 
@@ -57,12 +62,13 @@ class Staging(Transport):
         wid = required_write_id(write_id)
         size = positive_count("batch_size", batch_size, most=100_000)
         scopes = list(dict.fromkeys(scopes))
+        record = who(actor, reason)
         with self.deadline():  # a small write: every round trip within one query_timeout
             for tenant in dict.fromkeys(s.tenant_id for s in scopes):
                 # One batch of folding per publish keeps it short; the rest waits for the next one.
                 await self.fold_published(MemoryScope(tenant), batch_size=size, max_batches=1)
             try:
-                return await self._flip(scopes, wid, size)  # prepared and listed in one transaction
+                return await self._flip(scopes, wid, size, record)  # prepared and listed in one transaction
             except _MoreToPrepare:
                 pass
         # A large write: prepared in batches, each transaction within its own query_timeout, then listed.
@@ -74,9 +80,10 @@ class Staging(Transport):
                 rows = (await self.write([lock, held, ("write_prepare_batch", params)]))["write_prepare_batch"]
                 if not rows or int(rows[0]["prepared"]) < size:
                     break
-        return await self._flip(scopes, wid, size)
+        return await self._flip(scopes, wid, size, record)
 
-    async def _flip(self, scopes: Sequence[MemoryScope], write_id: str, size: int) -> int:
+    async def _flip(self, scopes: Sequence[MemoryScope], write_id: str, size: int,
+                    record: dict[str, str | None]) -> int:
         """One transaction: prepare what is left (at most ``size`` nodes in all) and list every scope's entry."""
         share = max(1, size // len(scopes))  # the flip's nodes to prepare, per scope
 
@@ -90,6 +97,7 @@ class Staging(Transport):
             params = {**scope.params(), "write_id": write_id}
             steps += [Step("staged_keys_held", params, refuse_held_keys("node"), key=f"held:{i}"),
                       Step("write_prepare_batch", {**params, "limit": share}, all_prepared, key=f"prepare:{i}"),
+                      Step("change_record_publish", {**params, **record}, key=f"record:{i}"),
                       Step("write_publish_listed", params, key=f"listed:{i}"),
                       # the scope as readers will now see it, within its skill cap and budget
                       Step("skills_owned_after_staging", params, refuse_over_cap(scope), key=f"cap:{i}")]

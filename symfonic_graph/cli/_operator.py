@@ -76,6 +76,8 @@ def register(sub: Any) -> None:
         p.add_argument("write_id")
         add_scope_flags(p)
         add_json_flag(p)
+        if name == "publish":
+            add_who_flags(p)
         p.set_defaults(handler=lambda a, n=name: anyio.run(_staged, a, n))
 
 
@@ -297,7 +299,7 @@ async def _staged(args: argparse.Namespace, name: str) -> int:
     async with open_store() as store:
         await notice_if_empty(store, scope.tenant_id)
         if name == "publish":
-            count = await store.publish(scope, args.write_id)
+            count = await store.publish(scope, args.write_id, actor=actor_of(args), reason=args.reason)
         else:
             count = await store.discard(scope, args.write_id)
     if count == 0:

@@ -146,3 +146,22 @@ async def test_an_erase_leaves_a_receipt_that_survives_and_erases_the_scope_reco
     # an erase that found nothing leaves no receipt (it creates nothing)
     _cli(neo4j_settings, "tenants", "erase", "--tenant", tenant, "--yes")
     assert len(_cli(neo4j_settings, "tenants", "erasures", "--tenant", tenant, "--json")) == 2
+
+
+async def test_publishing_a_staged_seed_file_is_recorded_once_under_its_write_id(
+    neo4j_settings: Neo4jSettings, store: GraphMemoryStore, tenant: str, forget: list[str], tmp_path: Any
+) -> None:
+    path = tmp_path / "rules.json"
+    path.write_text(json.dumps({"skills": [{"label": "Look up before refund", "steps": ["lookup"],
+                                            "source_tag": "authored:test", "action_tool": "refund",
+                                            "precondition": "lookup_order"}]}))
+    _cli(neo4j_settings, "seed", str(path), "--tenant", tenant, "--write-id", "release-1")
+    flags = ["--tenant", tenant]
+    published = _cli(neo4j_settings, "publish", "release-1", *flags, "--actor", "rel", "--reason", "q3", "--json")
+    assert published["nodes"] >= 1
+    again = run_cli_on(neo4j_settings, "publish", "release-1", *flags, "--actor", "rel")  # nothing left to publish
+    assert again.returncode == 1
+    history = _cli(neo4j_settings, "skills", "history", "release-1", *flags, "--json")
+    assert [(h["change"], h["from"], h["to"], h["actor"], h["reason"]) for h in history] == [
+        ("publish", "staged", "published", "rel", "q3")]
+    assert _cli(neo4j_settings, "skills", "history", "release-1", *flags, "--namespace", "u1", "--json") == []
