@@ -147,3 +147,25 @@ async def test_the_decision_log_of_one_tenant_costs_another_nothing(
         hits = await _db_hits(store, name, params)
         assert hits <= 50, f"{name} read {hits} records for a tenant that holds nothing (the neighbour holds 500)"
     await driver.execute_query("MATCH (d:SymfonicDecision {tenant_id: $t}) DELETE d", {"t": neighbour})
+
+
+async def test_the_change_records_of_one_tenant_cost_another_nothing(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
+) -> None:
+    """History and erasure receipts seek the tenant (indexes `change_tenant`, `erasure_tenant`, migration 0010)."""
+    neighbour = f"{tenant}-neighbour"
+    forget.append(neighbour)
+    await driver.execute_query(
+        "UNWIND range(1, 500) AS i CREATE (:SymfonicChange {tenant_id: $t, namespace: null, target_id: 's1', "
+        "identifier: 'refund', at: datetime(), change: 'approve', from: 'draft', to: 'approved'}), "
+        "(:SymfonicErasure {tenant_id: $t, namespace: 'u' + i, counts: '{}', at: datetime()})", {"t": neighbour})
+    quiet = {
+        "change_history": {"tenant_id": tenant, "namespace": None, "target": "refund"},
+        "erasures_list": {"tenant_id": tenant},
+    }
+    for name, params in quiet.items():
+        hits = await _db_hits(store, name, params)
+        assert hits <= 20, f"{name} read {hits} records for a tenant that holds nothing (the neighbour holds 500)"
+    assert await _db_hits(store, "erasures_list", {"tenant_id": None}) >= 500  # every tenant's, when asked
+    await driver.execute_query("MATCH (n) WHERE (n:SymfonicChange OR n:SymfonicErasure) AND n.tenant_id = $t "
+                               "DELETE n", {"t": neighbour})
