@@ -97,6 +97,7 @@ SKILLS_CACHED: Final = "symfonic_graph.skills.cached"
 CATALOG_VERSION: Final = "symfonic_graph.catalog.version"
 CYPHER_QUERY: Final = "symfonic_graph.cypher.query"
 GATE_STRICT: Final = "symfonic_graph.gate.strict"
+GATE_STRICT_MODE: Final = "symfonic_graph.gate.strict_mode"
 GATE_DECISIONS: Final = "symfonic_graph.gate.decision_count"
 GATE_BLOCKED: Final = "symfonic_graph.gate.blocked_count"
 GATE_BLOCKED_TOOLS: Final = "symfonic_graph.gate.blocked_tools"
@@ -420,6 +421,7 @@ def traced_gate(run_gate: Callable[P, Coroutine[Any, Any, Decisions]]) -> Callab
                     span.add_event(GUARDRAIL_RESULT_EVENT, _shadow_attributes(decision, check))
             summary: dict[str, AttributeValue] = {
                 GATE_STRICT: bool(kwargs.get("strict", False)), GATE_DECISIONS: count, GATE_BLOCKED: len(blocked),
+                GATE_STRICT_MODE: _strict_mode(kwargs.get("strict", False)),
             }
             if blocked:
                 summary[GATE_BLOCKED_TOOLS] = blocked
@@ -427,3 +429,10 @@ def traced_gate(run_gate: Callable[P, Coroutine[Any, Any, Decisions]]) -> Callab
             return decisions
 
     return traced
+
+
+def _strict_mode(strict: object) -> str:
+    """``off``, ``all`` or ``guarded``: what the gate refuses when the store is out (``strict`` says only on or off)."""
+    if strict == "guarded":
+        return "guarded"
+    return "all" if strict is True else "off"

@@ -84,6 +84,7 @@ async def test_a_blocked_call_is_one_guardrail_result_with_the_missing_tools_and
     assert attributes["symfonic_graph.gate.blocked_count"] == 1
     assert attributes["symfonic_graph.gate.blocked_tools"] == ("deploy",)
     assert attributes["symfonic_graph.gate.strict"] is False
+    assert attributes["symfonic_graph.gate.strict_mode"] == "off"
 
     assert results(span) == [{
         "gen_ai.guardrail.component.name": "symfonic_graph.precondition_gate",
@@ -139,6 +140,7 @@ async def test_strict_mode_records_store_unavailable_for_every_call(spans: InMem
 
     span = only_gate_span(spans)
     assert span.attributes is not None and span.attributes["symfonic_graph.gate.strict"] is True
+    assert span.attributes["symfonic_graph.gate.strict_mode"] == "all"
     events = results(span)
     assert [e["gen_ai.guardrail.result.value"] for e in events] == ["store_unavailable"] * 2
     assert {e["gen_ai.guardrail.result.reason"] for e in events} == {"precondition store unavailable"}
@@ -260,3 +262,11 @@ async def test_a_shadow_rule_is_a_would_block_result_and_the_call_is_allowed(spa
         "symfonic_graph.skill.label": "Deploy",
         "symfonic_graph.precondition.missing": ("run_tests",),
     }
+
+
+async def test_guarded_strict_mode_is_named_on_the_span(spans: InMemorySpanExporter) -> None:
+    """``strict="guarded"`` is told apart from ``strict=True`` (both are a true ``strict`` flag)."""
+    await run_gate(asking(("deploy", "c1")), broken_lookup, strict="guarded")
+    span = only_gate_span(spans)
+    assert span.attributes is not None and span.attributes["symfonic_graph.gate.strict"] is True
+    assert span.attributes["symfonic_graph.gate.strict_mode"] == "guarded"
