@@ -25,14 +25,14 @@ from symfonic_graph.shape.scope import MemoryScope
 def register(rules: Any, skills: Any) -> None:
     """``rules replay|mine`` and ``skills approve|reject|shadow|enforce``, into those commands' actions."""
     rp = rules.add_parser("replay", help="what the scope's rules would have blocked in recorded conversations")
-    rp.add_argument("traces", type=Path, help="JSON or JSONL file of traces (docs/rules.md)")
+    rp.add_argument("traces", type=Path, help="JSON or JSONL file of traces, gzip-compressed or not (docs/rules.md)")
     add_scope_flags(rp)
     add_json_flag(rp)
     rp.add_argument("--include-drafts", action="store_true", help="replay draft rules too")
     rp.set_defaults(handler=lambda a: anyio.run(_replay, a))
 
     mine = rules.add_parser("mine", help='propose "call A before B" rules from recorded conversations')
-    mine.add_argument("traces", type=Path, help="JSON or JSONL file of traces (docs/rules.md)")
+    mine.add_argument("traces", type=Path, help="JSON or JSONL file of traces, gzip-compressed or not (docs/rules.md)")
     add_scope_flags(mine)
     add_json_flag(mine)
     mine.add_argument("--actions", default=None, help="comma-separated tools that may be guarded (default: all)")

@@ -5,6 +5,8 @@ dicts, or the OpenAI chat-completions shape. ``load_traces`` reads a JSON
 file (a list of ``{"id", "messages", "outcome"}`` objects, or one bare list
 of messages) or a JSONL file (one such object per line) one trace at a time,
 so replaying or mining 100,000 traces holds one trace in memory, not the file.
+A gzip-compressed file (known by its first bytes, whatever its name) is read
+the same way, decompressed as it streams.
 
 Example:
     >>> import json, tempfile, pathlib
@@ -16,8 +18,10 @@ Example:
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import zlib
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +36,7 @@ MAX_ENTRY_CHARS: Final = 64 * 1024 * 1024
 """Longest entry (a JSONL line, or one item of a JSON list), in characters."""
 _CHUNK: Final = 1 << 20
 _JSONL_SUFFIXES: Final = (".jsonl", ".ndjson")
+_GZIP_MAGIC: Final = b"\x1f\x8b"
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,15 +205,21 @@ def load_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
     by item, or one bare list of messages (one trace, named after the file).
     JSONL (``.jsonl``/``.ndjson``, or any file whose first character is
     ``{``): one such object per line. ``id`` defaults to the entry's number;
-    ``outcome`` is ``"success"``, ``"failure"`` or absent.
+    ``outcome`` is ``"success"``, ``"failure"`` or absent. Either may be
+    gzip-compressed (``traces.jsonl.gz``): known by the gzip magic bytes, so
+    the name need not end in ``.gz``; a name ending in ``.gz`` must be gzip.
 
     Raises:
         ValidationError: a malformed entry, naming the file and the entry,
-            e.g. ``traces.jsonl: line 7: messages: must be a list``.
+            e.g. ``traces.jsonl: line 7: messages: must be a list``; a file
+            that cannot be read, or a broken gzip stream (``traces.jsonl.gz:
+            not a valid gzip file (...)``).
     """
     name = os.fspath(path)
+    compressed = _is_gzip(name)
+    plain = Path(name[:-3] if compressed and name.lower().endswith(".gz") else name)
     try:
-        handle = open(path, encoding="utf-8")  # noqa: SIM115 - closed in the finally of this generator
+        handle = _open_text(name, compressed)
     except OSError as exc:
         raise ValidationError(name, f"cannot read: {exc.strerror}") from None
     try:
@@ -217,22 +228,53 @@ def load_traces(path: str | os.PathLike[str]) -> Iterator[Trace]:
             head = handle.read(1)
         if not head:
             return
-        handle.seek(0)
-        if Path(name).suffix.lower() in _JSONL_SUFFIXES or head == "{":
+        handle.close()
+        handle = _open_text(name, compressed)
+        if plain.suffix.lower() in _JSONL_SUFFIXES or head == "{":
             yield from _jsonl(name, handle)
             return
-        yield from _json_list(name, handle)
+        yield from _json_list(name, handle, plain.stem)
     except UnicodeDecodeError:
-        raise ValidationError(name, "not UTF-8 text") from None
+        raise ValidationError(name, "not UTF-8 text" + (" once decompressed" if compressed else "")) from None
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise ValidationError(name, f"not a valid gzip file ({_why(exc)}); "
+                                    "recompress it or give the uncompressed file") from None
     finally:
         handle.close()
+
+
+def _is_gzip(name: str) -> bool:
+    """True when the file starts with the gzip magic bytes; a ``.gz`` name without them is refused."""
+    try:
+        with open(name, "rb") as raw:
+            magic = raw.read(2)
+    except OSError as exc:
+        raise ValidationError(name, f"cannot read: {exc.strerror}") from None
+    if magic == _GZIP_MAGIC:
+        return True
+    if name.lower().endswith(".gz"):
+        raise ValidationError(name, "not a valid gzip file (it does not start with the gzip magic bytes); "
+                                    "recompress it or give the uncompressed file")
+    return False
+
+
+def _open_text(name: str, compressed: bool) -> IO[str]:
+    if compressed:
+        return gzip.open(name, "rt", encoding="utf-8")
+    return open(name, encoding="utf-8")  # closed in the finally of load_traces
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, EOFError):
+        return "the compressed stream ends early: truncated file?"
+    return str(exc) or type(exc).__name__
 
 
 def _is_trace_entry(item: object) -> bool:
     return isinstance(item, Mapping) and "messages" in item and "role" not in item and "type" not in item
 
 
-def _json_list(name: str, handle: IO[str]) -> Iterator[Trace]:
+def _json_list(name: str, handle: IO[str], stem: str) -> Iterator[Trace]:
     items = _ArrayReader(name, handle).items()
     first = next(items, None)
     if first is None:
@@ -249,4 +291,4 @@ def _json_list(name: str, handle: IO[str]) -> Iterator[Trace]:
         if not isinstance(item, Mapping):
             raise ValidationError(where, "must be an object (a message)")
         messages.append(item)
-    yield Trace(Path(name).stem, messages, None)
+    yield Trace(stem, messages, None)
