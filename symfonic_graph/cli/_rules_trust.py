@@ -7,6 +7,7 @@ module adds its actions to them.
 from __future__ import annotations
 
 import argparse
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import anyio
 from symfonic_graph._store import GraphMemoryStore, Step, owned_by, skill_change
 from symfonic_graph.cli._common import actor_of, add_json_flag, add_scope_flags, add_who_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
+from symfonic_graph.errors import ValidationError
 from symfonic_graph.learning.mining import RuleProposal, mine_rules
 from symfonic_graph.learning.replay import ReplayReport, replay
 from symfonic_graph.learning.traces import load_traces
@@ -29,6 +31,8 @@ def register(rules: Any, skills: Any) -> None:
     add_scope_flags(rp)
     add_json_flag(rp)
     rp.add_argument("--include-drafts", action="store_true", help="replay draft rules too")
+    rp.add_argument("--now", default=None, metavar="TS",
+                    help="the time the rules' expressions see, an ISO timestamp (no zone: UTC; default: now)")
     rp.set_defaults(handler=lambda a: anyio.run(_replay, a))
 
     mine = rules.add_parser("mine", help='propose "call A before B" rules from recorded conversations')
@@ -71,22 +75,48 @@ def _opt(value: int | None) -> str:
     return "-" if value is None else str(value)
 
 
+def parse_now(text: str) -> datetime:
+    """``--now``: an ISO timestamp; without a zone it is UTC.
+
+    Example:
+        >>> parse_now("2026-05-01T12:00:00").isoformat()
+        '2026-05-01T12:00:00+00:00'
+    """
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise ValidationError("--now", f"must be an ISO timestamp such as 2026-05-01T12:00:00Z, got {text!r}") from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+LISTED_DECISIONS = 20
+"""Blocked calls the readable replay lists (``--json`` lists them all)."""
+
+
 def replay_text(report: ReplayReport, scope: MemoryScope) -> str:
-    """The readable table of ``rules replay``."""
+    """The readable table of ``rules replay``: per rule, then the first blocked calls."""
     head = f"replayed {report.traces} trace(s) against {len(report.rules)} rule(s) of {scope!r}"
     if not report.rules:
         return head + "\n(no rules with an action tool)"
     rows = [[r.label or "<unnamed>", r.skill_id or "", r.action, r.enforcement, str(r.checked), str(r.blocked),
-             _opt(r.blocked_in_success), _opt(r.blocked_in_failure), ", ".join(r.trace_ids)] for r in report.rules]
-    return head + "\n" + _table(["rule", "id", "action", "mode", "checked", "blocked", "in success", "in failure",
-                                 "example traces"], rows)
+             str(r.blocked_alone), _opt(r.blocked_in_success), _opt(r.blocked_in_failure), ", ".join(r.trace_ids)]
+            for r in report.rules]
+    text = head + "\n" + _table(["rule", "id", "action", "mode", "checked", "blocked", "alone", "in success",
+                                  "in failure", "example traces"], rows)
+    if report.decisions:
+        shown = report.decisions[:LISTED_DECISIONS]
+        text += f"\n\nblocked calls ({len(shown)} of {len(report.decisions)}; --json lists every one):\n"
+        text += _table(["trace", "call", "tool", "mode", "reason"],
+                       [[d.trace, f"#{d.index} {d.call_id or ''}".rstrip(), d.tool, d.mode, d.reason] for d in shown])
+    return text
 
 
 async def _replay(args: argparse.Namespace) -> int:
     scope = scope_of(args)
+    now = None if args.now is None else parse_now(args.now)  # refused before anything is read
     async with open_store() as store:
         skills = await ProceduralLayer(store).query_skills(scope, include_drafts=args.include_drafts)
-    report = replay(load_traces(args.traces), skills)
+    report = replay(load_traces(args.traces), skills, now=now, decisions=True)
     emit(args, {"tenant_id": scope.tenant_id, "namespace": scope.namespace, **report.to_dict()},
          replay_text(report, scope))
     return 0

@@ -8,7 +8,10 @@ question is what a rule *would* block once enforced.
 Per rule, ``checked`` counts every call of its action tool seen, whether or
 not its state predicates let it apply to the replay state (a rule dropped by
 its predicates checks the call and never blocks it); ``blocked`` counts the
-calls it was the gate's first failing rule for. ``blocked_in_success`` and
+calls it was the gate's first failing rule for, and ``blocked_alone`` the
+calls it would have blocked on its own, whatever other rule failed first (so
+a mined rule and a hand-written one over the same traces compare call for
+call). ``blocked_in_success`` and
 ``blocked_in_failure`` split ``blocked`` (calls, not conversations) by the
 trace's outcome, and are None when no trace carries one.
 
@@ -16,6 +19,13 @@ Messages the gate cannot read (a ``tool_call_id`` that is no string, a result
 answering no pending call or several, arguments nested too deep) are read as
 the gate reads them: as nothing. Each trace holding some is named in one
 WARNING, with the first few of them.
+
+With ``decisions=True`` the report also lists every call some rule blocked
+or would have blocked (``ReplayDecision``): the trace, the call id, the
+call's position among the trace's tool calls (recorded conversations reuse
+call ids), the rules that failed, ``enforce`` when an enforced rule blocked
+it (else ``shadow``: it would have been blocked once enforced) and the first
+sentence of the gate's error text.
 
 Example:
     >>> from types import SimpleNamespace
@@ -25,24 +35,45 @@ Example:
     >>> msgs = [{"role": "assistant", "content": "", "tool_calls": [{"id": "1", "name": "deploy", "args": {}}]}]
     >>> [(r.action, r.checked, r.blocked, r.trace_ids) for r in replay([Trace("t1", msgs)], [skill]).rules]
     [('deploy', 1, 1, ('t1',))]
+    >>> [(d.index, d.tool, d.mode, d.reason) for d in replay([Trace("t1", msgs)], [skill], decisions=True).decisions]
+    [(0, 'deploy', 'enforce', 'Missing precondition: call run_tests before deploy (skill: Deploy).')]
 """
 
 from __future__ import annotations
 
+import inspect
 import logging
+import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Any, Final
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from typing import Any, Final, Literal
 
-from symfonic_graph.rules._messages import HistoryReader
+from symfonic_graph.errors import ValidationError
+from symfonic_graph.rules._messages import GATE_CONTENT_MARKER, HistoryReader
 from symfonic_graph.rules.gate import GateDecision, decide_call
-from symfonic_graph.rules.ruleset import Rule, rules_of
+from symfonic_graph.rules.ruleset import Rule, SkillCheck, rules_of
 
-__all__ = ["ReplayReport", "RuleReplay", "replay"]
+__all__ = ["ReplayDecision", "ReplayReport", "RuleReplay", "first_sentence", "replay"]
 
 MAX_TRACE_IDS: Final = 10
 
 log = logging.getLogger("symfonic_graph.replay")  # the logger's name is a contract (docs/observability.md)
+
+_GATE_TAKES_NOW: Final = "now" in inspect.signature(decide_call).parameters
+_SENTENCE: Final = re.compile(r"^(.*?[.!?])(?=\s|$)", re.DOTALL)
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a gate error: up to the first ``.``, ``!`` or ``?`` followed by a space or the end.
+
+    Example:
+        >>> first_sentence("Missing precondition: call a before b.c (skill: v1.2). `b.c` was not executed.")
+        'Missing precondition: call a before b.c (skill: v1.2).'
+    """
+    text = text.replace(GATE_CONTENT_MARKER, "").strip()
+    found = _SENTENCE.match(text)
+    return found.group(1) if found else text
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,6 +87,7 @@ class RuleReplay:
         enforcement: ``"shadow"`` or ``"enforce"`` (how the rule runs today).
         checked: calls of ``action`` seen.
         blocked: calls it would have blocked (the gate's first failing rule for the call).
+        blocked_alone: calls it would have blocked on its own (failing, first or not).
         trace_ids: up to 10 ids of traces where it would have blocked, in reading order.
         blocked_in_success: blocked calls in successful traces (None without outcomes).
         blocked_in_failure: blocked calls in failed traces (None without outcomes).
@@ -70,45 +102,103 @@ class RuleReplay:
     trace_ids: tuple[str, ...]
     blocked_in_success: int | None
     blocked_in_failure: int | None
+    blocked_alone: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready mapping of the fields."""
         return {"skill_id": self.skill_id, "label": self.label, "action": self.action,
                 "enforcement": self.enforcement, "checked": self.checked, "blocked": self.blocked,
-                "trace_ids": list(self.trace_ids), "blocked_in_success": self.blocked_in_success,
-                "blocked_in_failure": self.blocked_in_failure}
+                "blocked_alone": self.blocked_alone, "trace_ids": list(self.trace_ids),
+                "blocked_in_success": self.blocked_in_success, "blocked_in_failure": self.blocked_in_failure}
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayDecision:
+    """One call some rule blocked (``mode="enforce"``) or would have blocked once enforced (``"shadow"``).
+
+    Attributes:
+        trace: the trace's id.
+        call_id: the call's id (None when it had none); recorded conversations reuse ids.
+        index: the call's position among the trace's tool calls, from 0.
+        tool: the called tool.
+        rules: the ids of every rule that fails for the call, in catalog order.
+        mode: ``"enforce"`` when an enforced rule fails (the gate blocks it), else ``"shadow"``.
+        reason: the first sentence of the gate's error text (of the first enforced failing rule, else the first).
+    """
+
+    trace: str
+    call_id: str | None
+    index: int
+    tool: str
+    rules: tuple[str | None, ...]
+    mode: Literal["enforce", "shadow"]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping of the fields."""
+        return {"trace": self.trace, "call_id": self.call_id, "index": self.index, "tool": self.tool,
+                "rules": list(self.rules), "mode": self.mode, "reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True)
 class ReplayReport:
-    """The replay of every rule: ``traces`` read, one ``RuleReplay`` per rule with an action tool."""
+    """The replay of every rule: ``traces`` read, one ``RuleReplay`` per rule with an action tool,
+    and (``replay(..., decisions=True)``) every call blocked or would-be blocked, in reading order."""
 
     traces: int
     rules: list[RuleReplay] = field(default_factory=list)
+    decisions: list[ReplayDecision] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready mapping."""
-        return {"traces": self.traces, "rules": [r.to_dict() for r in self.rules]}
+        return {"traces": self.traces, "rules": [r.to_dict() for r in self.rules],
+                "decisions": [d.to_dict() for d in self.decisions]}
 
 
 class _Tally:
-    __slots__ = ("blocked", "checked", "failure", "success", "trace_ids")
+    __slots__ = ("alone", "blocked", "checked", "failure", "success", "trace_ids")
 
     def __init__(self) -> None:
-        self.checked = self.blocked = self.success = self.failure = 0
+        self.checked = self.blocked = self.alone = self.success = self.failure = 0
         self.trace_ids: list[str] = []
 
 
-def _blocking_rule(candidates: tuple[Rule, ...], decision: GateDecision) -> Rule:
-    """The rule behind ``decision.blocking``: the gate checks the candidates its state filter keeps, in order."""
+def _checks(candidates: tuple[Rule, ...], decision: GateDecision) -> list[tuple[Rule, SkillCheck]]:
+    """Each matched check with its rule: the gate checks the candidates its state filter keeps, in order."""
     dropped = {id(d.rule) for d in decision.dropped}
     kept = [rule for rule in candidates if id(rule) not in dropped]
-    index = next(i for i, check in enumerate(decision.matched) if check is decision.blocking)
-    return kept[index]
+    return list(zip(kept, decision.matched, strict=True))
+
+
+def _gate_options(now: datetime | None) -> dict[str, Any]:
+    if now is None:
+        return {}
+    if not isinstance(now, datetime) or now.tzinfo is None:
+        raise ValidationError("now", "must be a timezone-aware datetime")
+    if not _GATE_TAKES_NOW:  # pragma: no cover - only before the gate reads the time
+        raise ValidationError("now", "this version of the gate does not read the time; replay without it")
+    return {"now": now}
+
+
+def _decision(
+    trace_id: str, index: int, decision: GateDecision, failing: list[tuple[Rule, SkillCheck]]
+) -> ReplayDecision:
+    enforced = [check for rule, check in failing if not rule.shadow]
+    check = enforced[0] if enforced else failing[0][1]
+    content = replace(decision, verdict="blocked", blocking=check).content() or ""
+    return ReplayDecision(trace_id, decision.call_id, index, decision.tool_name,
+                          tuple(rule.skill_id for rule, _ in failing), "enforce" if enforced else "shadow",
+                          first_sentence(content))
 
 
 def replay(
-    traces: Iterable[Any], skills: Iterable[Any] | None, *, state: object = None, count_failed_calls: bool = False
+    traces: Iterable[Any],
+    skills: Iterable[Any] | None,
+    *,
+    state: object = None,
+    count_failed_calls: bool = False,
+    now: datetime | None = None,
+    decisions: bool = False,
 ) -> ReplayReport:
     """Replay ``skills`` over ``traces`` with the gate's own decision.
 
@@ -117,14 +207,22 @@ def replay(
         skills: the rules, in catalog order (skills, or a ``RuleSet``).
         state: the state the rules' state predicates see (default: an empty state, as a turn without one).
         count_failed_calls: count a failed earlier result as a call, as the gate option of that name.
+        now: the time the rules' expressions see (timezone-aware; None = the current time).
+        decisions: list every blocked or would-be blocked call in ``ReplayReport.decisions``.
 
     Returns:
-        A ``ReplayReport``; memory does not grow with the number of traces.
+        A ``ReplayReport``; memory does not grow with the number of traces
+        (but for ``decisions``, one small record per blocked call).
+
+    Raises:
+        ValidationError: ``now`` is not a timezone-aware datetime.
     """
+    options = _gate_options(now)
     ruleset = rules_of(skills)
     state = state if state is not None else {}
     guarded: list[Rule] = [rule for rule in ruleset.rules if rule.action_tool is not None]
     tallies: dict[int, _Tally] = {id(rule): _Tally() for rule in guarded}
+    listed: list[ReplayDecision] = []
     count = 0
     any_outcome = False
     for trace in traces:
@@ -132,21 +230,28 @@ def replay(
         outcome = trace.outcome
         any_outcome = any_outcome or outcome is not None
         reader = HistoryReader()
+        index = -1
         for message in trace.messages:
             calls = reader.feed(message)  # an AI message adds no call made: the history is the one before it
             if calls:
                 history = reader.history()
                 for call in calls:
+                    index += 1
                     candidates = ruleset.for_tool(call.name)
                     if not candidates:
                         continue
                     for rule in candidates:
                         tallies[id(rule)].checked += 1
                     decision = decide_call(ruleset, call, history, state, filtered=True,
-                                       count_failed=count_failed_calls, enforce_shadow=True)
+                                           count_failed=count_failed_calls, enforce_shadow=True, **options)
                     if decision.blocking is None:
                         continue
-                    tally = tallies[id(_blocking_rule(candidates, decision))]
+                    failing = [(r, c) for r, c in _checks(candidates, decision) if not c.satisfied]
+                    for rule, _ in failing:
+                        tallies[id(rule)].alone += 1
+                    if decisions:
+                        listed.append(_decision(str(trace.id), index, decision, failing))
+                    tally = tallies[id(next(r for r, c in failing if c is decision.blocking))]
                     tally.blocked += 1
                     if outcome == "success":
                         tally.success += 1
@@ -159,6 +264,6 @@ def replay(
     return ReplayReport(count, [
         RuleReplay(rule.skill_id, rule.label, rule.action_tool or "", "shadow" if rule.shadow else "enforce",
                    t.checked, t.blocked, tuple(t.trace_ids),
-                   t.success if any_outcome else None, t.failure if any_outcome else None)
+                   t.success if any_outcome else None, t.failure if any_outcome else None, t.alone)
         for rule in guarded for t in (tallies[id(rule)],)
-    ])
+    ], listed)

@@ -107,7 +107,7 @@ def test_replay_counts_checked_blocked_and_trace_ids() -> None:
     traces = [Trace("ok", AI_LOGIN_BUY), Trace("bad1", AI_BUY), Trace("bad2", AI_BUY + AI_BUY)]
     report = replay(traces, skills)
     assert report == ReplayReport(3, [
-        RuleReplay("r1", "R1", "buy", "enforce", 4, 3, ("bad1", "bad2"), None, None),
+        RuleReplay("r1", "R1", "buy", "enforce", 4, 3, ("bad1", "bad2"), None, None, 3),
         RuleReplay("r2", "R2", "look", "enforce", 0, 0, (), None, None),
     ])
 
@@ -169,7 +169,7 @@ def test_cli_tables_name_every_figure() -> None:
     report = replay([Trace("bad", AI_BUY, "failure")], [_rule("buy", ["login"], "r1")])
     text = replay_text(report, MemoryScope("acme"))
     assert "replayed 1 trace(s) against 1 rule(s)" in text
-    assert text.splitlines()[-1].split() == ["R1", "r1", "buy", "enforce", "1", "1", "0", "1", "bad"]
+    assert text.splitlines()[-1].split() == ["R1", "r1", "buy", "enforce", "1", "1", "1", "0", "1", "bad"]
     proposals = mine_rules([Trace(f"t{i}", AI_LOGIN_BUY) for i in range(5)])
     assert mine_text(proposals, None).splitlines()[-1].split() == [
         "login", "->", "buy", "5", "1.000", "-", "t0,", "t1,", "t2,", "t3,", "t4"]
