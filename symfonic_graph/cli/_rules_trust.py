@@ -17,7 +17,7 @@ from symfonic_graph._store import GraphMemoryStore, Step, owned_by, skill_change
 from symfonic_graph.cli._common import actor_of, add_json_flag, add_scope_flags, add_who_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.learning.mining import RuleProposal, mine_rules
+from symfonic_graph.learning.mining import MiningReport, mine
 from symfonic_graph.learning.replay import ReplayReport, replay
 from symfonic_graph.learning.traces import load_traces
 from symfonic_graph.memory.layers import ProceduralLayer
@@ -42,6 +42,8 @@ def register(rules: Any, skills: Any) -> None:
     mine.add_argument("--actions", default=None, help="comma-separated tools that may be guarded (default: all)")
     mine.add_argument("--min-support", type=int, default=5, help="fewest conversations calling the action")
     mine.add_argument("--min-confidence", type=float, default=0.95, help="least share without a violation")
+    mine.add_argument("--outcomes", choices=("success", "all"), default="success",
+                      help="which traces count once any has an outcome: successful ones (default) or all")
     mine.add_argument("--propose", action="store_true", help="write the proposals as draft skills")
     mine.set_defaults(handler=lambda a: anyio.run(_mine, a))
 
@@ -125,32 +127,46 @@ async def _replay(args: argparse.Namespace) -> int:
 # --- mine ---------------------------------------------------------------------------
 
 
-def mine_text(proposals: list[RuleProposal], outcomes: list[dict[str, Any]] | None) -> str:
-    """The readable table of ``rules mine``."""
-    if not proposals:
-        return "no rule reaches the support and confidence asked for"
-    rows = []
-    for i, p in enumerate(proposals):
-        row = [f"{p.precondition} -> {p.action}", str(p.support), f"{p.confidence:.3f}", _opt(p.failures_without),
-               ", ".join(p.examples)]
-        if outcomes is not None:
-            row.append(f"{outcomes[i]['outcome']} {','.join(outcomes[i]['ids'])}")
-        rows.append(row)
-    header = ["A -> B (call A before B)", "support", "confidence", "failures without", "examples"]
-    return _table(header + (["draft"] if outcomes is not None else []), rows)
+def _pair(action: str, precondition: str, same_args: tuple[str, ...] = ()) -> str:
+    same = f" (same {', '.join(same_args)})" if same_args else ""
+    return f"{precondition}{same} -> {action}"
+
+
+def mine_text(report: MiningReport, outcomes: list[dict[str, Any]] | None) -> str:
+    """The readable tables of ``rules mine``: the proposals, then the near misses."""
+    if report.proposals:
+        rows = []
+        for i, p in enumerate(report.proposals):
+            row = [_pair(p.action, p.precondition, p.same_args), str(p.support), f"{p.confidence:.3f}",
+                   _opt(p.failures_without), ", ".join(p.examples)]
+            if outcomes is not None:
+                row.append(f"{outcomes[i]['outcome']} {','.join(outcomes[i]['ids'])}")
+            rows.append(row)
+        header = ["A -> B (call A before B)", "support", "confidence", "failures without", "examples"]
+        text = _table(header + (["draft"] if outcomes is not None else []), rows)
+    else:
+        text = "no rule reaches the support and confidence asked for"
+    if report.near_misses:
+        rows = [[_pair(n.action, n.precondition), str(n.support), f"{n.confidence:.3f}",
+                 f"{n.support_short} more" if n.support_short else "-",
+                 f"{n.confidence_short:.3f} under" if n.confidence_short else "-"] for n in report.near_misses]
+        text += "\n\nnear misses (not proposed):\n" + _table(
+            ["A -> B", "support", "confidence", "support short", "confidence short"], rows)
+    return text
 
 
 async def _mine(args: argparse.Namespace) -> int:
     actions = None if args.actions is None else [a.strip() for a in args.actions.split(",") if a.strip()]
-    proposals = mine_rules(load_traces(args.traces), actions=actions, min_support=args.min_support,
-                           min_confidence=args.min_confidence)
+    report = mine(load_traces(args.traces), actions=actions, min_support=args.min_support,
+                  min_confidence=args.min_confidence, outcomes=args.outcomes)
     outcomes = None
     if args.propose:
         async with open_store() as store:
-            outcomes = await ProceduralLayer(store).propose_mined(scope_of(args), proposals)
-    data = [{**p.to_dict(), **({"draft": outcomes[i]} if outcomes is not None else {})}
-            for i, p in enumerate(proposals)]
-    emit(args, data, mine_text(proposals, outcomes))
+            outcomes = await ProceduralLayer(store).propose_mined(scope_of(args), report.proposals)
+    data = report.to_dict()
+    if outcomes is not None:
+        data["proposals"] = [{**p, "draft": outcomes[i]} for i, p in enumerate(data["proposals"])]
+    emit(args, {"outcomes": args.outcomes, **data}, mine_text(report, outcomes))
     return 0
 
 

@@ -185,7 +185,7 @@ async def test_the_cli_mines_proposes_approves_replays_and_shadows(
         assert proposed.returncode == 0, proposed.stderr
     drafts = json.loads(run_cli_on(neo4j_settings, "skills", "list", *t, "--drafts", "--json").stdout)
     assert sorted(d["identifier"] for d in drafts) == ["mined:deliver:get_status", "mined:deliver:lookup"]
-    assert [d["draft"]["outcome"] for d in json.loads(proposed.stdout)] == ["updated", "updated"]
+    assert [d["draft"]["outcome"] for d in json.loads(proposed.stdout)["proposals"]] == ["updated", "updated"]
 
     approved = run_cli_on(neo4j_settings, "skills", "approve", "mined:deliver:get_status", *t)  # by identifier
     assert approved.returncode == 0, approved.stderr

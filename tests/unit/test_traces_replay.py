@@ -163,14 +163,15 @@ def test_state_predicates_see_the_replay_state() -> None:
 
 
 def test_cli_tables_name_every_figure() -> None:
-    from symfonic_graph import MemoryScope, mine_rules
+    from symfonic_graph import MemoryScope
     from symfonic_graph.cli._rules_trust import mine_text, replay_text
+    from symfonic_graph.learning.mining import MiningReport, mine
 
     report = replay([Trace("bad", AI_BUY, "failure")], [_rule("buy", ["login"], "r1")])
     text = replay_text(report, MemoryScope("acme"))
     assert "replayed 1 trace(s) against 1 rule(s)" in text
     assert text.splitlines()[-1].split() == ["R1", "r1", "buy", "enforce", "1", "1", "1", "0", "1", "bad"]
-    proposals = mine_rules([Trace(f"t{i}", AI_LOGIN_BUY) for i in range(5)])
-    assert mine_text(proposals, None).splitlines()[-1].split() == [
+    mined = mine([Trace(f"t{i}", AI_LOGIN_BUY) for i in range(5)])
+    assert mine_text(mined, None).splitlines()[-1].split() == [
         "login", "->", "buy", "5", "1.000", "-", "t0,", "t1,", "t2,", "t3,", "t4"]
-    assert mine_text([], None).startswith("no rule")
+    assert mine_text(MiningReport(), None).startswith("no rule")

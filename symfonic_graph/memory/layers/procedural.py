@@ -90,10 +90,15 @@ class ProceduralLayer:
         precondition: Any = None,
         context: str = "",
         identifier: str | None = None,
+        enforcement: str | None = None,
     ) -> Skill:
-        """Write a draft skill, hidden from turns until ``approve``."""
+        """Write a draft skill, hidden from turns until ``approve``.
+
+        ``enforcement="shadow"`` makes it a shadow rule once approved (reported,
+        never blocking), as ``seed_authored_skill`` does; None or ``"enforce"``: enforced.
+        """
         spec = dict(label=label, steps=steps, source_tag=source_tag, action_tool=action_tool,
-                    precondition=precondition, context=context, identifier=identifier)
+                    precondition=precondition, context=context, identifier=identifier, enforcement=enforcement)
         return await self._write_one(scope, spec, "draft", None)
 
     @within_deadline
@@ -337,11 +342,14 @@ def _mined_row(scope: MemoryScope, proposal: Any, p: str) -> dict[str, Any]:
         support, confidence = int(proposal.support), float(proposal.confidence)
         failures = None if proposal.failures_without is None else int(proposal.failures_without)
         examples = [str(e) for e in proposal.examples]
+        same_args = [str(a) for a in getattr(proposal, "same_args", ())]
     except (AttributeError, TypeError, ValueError):
         raise ValidationError(p.rstrip("."), "must be a RuleProposal (action, precondition, support, "
                                              "confidence, failures_without, examples)") from None
-    spec = {"label": f"Call {pre} before {action}", "steps": [pre, action], "source_tag": "mined",
-            "action_tool": action, "precondition": [pre], "identifier": f"mined:{action}:{pre}",
+    same = f" (same {', '.join(same_args)})" if same_args else ""
+    spec = {"label": f"Call {pre}{same} before {action}", "steps": [pre, action], "source_tag": "mined",
+            "action_tool": action, "precondition": [{"tool": pre, "same_args": same_args} if same_args else pre],
+            "identifier": f"mined:{action}:{pre}",
             "context": f"Mined from recorded conversations: support {support}, confidence {confidence:.3f}."}
     row = _skill_row(scope, spec, "draft", None, field_prefix=p, authored=False)
     row["key"], row["base_key"] = row["base_key"], None  # one draft per identifier: it holds the key itself
