@@ -52,8 +52,10 @@ TOOLS: dict[str, Tool] = {
     "login": Tool("Login", {"user_id": "String"}, {"user_id": "String", "session": "String"}),
     "logout": Tool("Logout", {"user_id": "String"}, {"user_id": "String"}),
     "get_user": Tool("GetUser", {"user_id": "String"}, {"user_id": "String", "membership": "String"}),
+    "verify_identity": Tool("VerifyIdentity", {"account_id": "String"}, {"account_id": "String", "verified": "Bool"}),
     "get_reservation": Tool("GetReservation", {"reservation_id": "String"},
-                            {"reservation_id": "String", "cabin": "String", "status": "String"}),
+                            {"reservation_id": "String", "cabin": "String", "status": "String",
+                             "total_baggages": "Long"}),
     "cancel_reservation": Tool("CancelReservation", {"reservation_id": "String"},
                                {"reservation_id": "String", "status": "String"}),
     "update_baggages": Tool("UpdateBaggages", {"reservation_id": "String", "total_baggages": "Long"},
@@ -61,8 +63,9 @@ TOOLS: dict[str, Tool] = {
     "send_certificate": Tool("SendCertificate", {"user_id": "String", "amount": "Long"},
                              {"user_id": "String", "amount": "Long"}),
 }
-WEIGHTS = {"login": 3, "logout": 1, "get_user": 3, "get_reservation": 4, "cancel_reservation": 3,
-           "update_baggages": 3, "send_certificate": 3}
+WEIGHTS = {"login": 3, "logout": 1, "get_user": 3, "verify_identity": 2, "get_reservation": 4,
+           "cancel_reservation": 3, "update_baggages": 3, "send_certificate": 3}
+AMOUNTS = (50, 100, 150, 200, 400)
 USERS = ("u1", "u2")
 RESERVATIONS = ("R1", "R2", "R3")
 
@@ -85,14 +88,14 @@ def cedar_schema() -> str:
 def _args(rng: random.Random, tool: str) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for name in TOOLS[tool].inputs:
-        if name == "user_id":
+        if name in ("user_id", "account_id"):
             args[name] = rng.choice(USERS)
         elif name == "reservation_id":
             args[name] = rng.choice(RESERVATIONS)
         elif name == "total_baggages":
             args[name] = rng.randint(0, 8)
         elif name == "amount":
-            args[name] = rng.choice((50, 100, 150, 200, 400))
+            args[name] = rng.choice(AMOUNTS)
     return args
 
 
@@ -109,6 +112,10 @@ def _result(rng: random.Random, tool: str, args: Mapping[str, Any]) -> dict[str,
             out[name] = rng.choice(("gold", "silver", "regular"))
         elif name == "session":
             out[name] = "ok"
+        elif name == "verified":
+            out[name] = rng.random() < 0.6
+        elif name == "total_baggages":
+            out[name] = rng.randint(0, 5)
     return out
 
 
@@ -257,6 +264,7 @@ class Scenario:
     policy: str
     expected: str | None = None
     count_failed_calls: bool = False
+    classify: Callable[[Sequence[Mapping[str, Any]], str], str] | None = None
 
 
 def skill(tool: str, *precondition: Any) -> dict[str, Any]:
@@ -299,8 +307,101 @@ def base_scenarios() -> list[Scenario]:
     ]
 
 
+def _same_batch(messages: Sequence[Mapping[str, Any]], call_id: str) -> str:
+    """Names a disagreement on a call whose AI message has an earlier call of the same tool."""
+    for message in messages:
+        calls = list(message.get("tool_calls", ()))
+        ids = [c["id"] for c in calls]
+        if call_id in ids:
+            me = calls[ids.index(call_id)]
+            if any(c["name"] == me["name"] for c in calls[: ids.index(call_id)]):
+                return "in_flight"
+            return "OTHER"
+    return "OTHER"
+
+
+def _since(tool: str, same: Sequence[str] | Mapping[str, str], output: Mapping[str, Any] | None, *,
+           undone_by: str, undone_same: Sequence[str] | Mapping[str, str] = ()) -> str:
+    """Dogwood: an earlier response matching, with no later ``undone_by`` response since."""
+    return f"(!{pattern(undone_by, undone_same)}) since within {WINDOW} {pattern(tool, same, output)}"
+
+
+def result_scenarios() -> list[Scenario]:
+    """The kinds over results, arguments and counts: fact, check, any of them, limit per conversation."""
+    rid = ["reservation_id"]
+    count = f"count for (t: Timepoint). where (formerly within {WINDOW} ({pattern('cancel_reservation')} && tp(t)))"
+    requests = (f"count for (t: Timepoint). where (formerly within {WINDOW} "
+                f"({pattern('cancel_reservation', kind='request')} && tp(t)))")
+    sent = f"sum_within(amt, {WINDOW}, {_action('send_certificate')}::response{{ input.amount: amt }})"
+    return [
+        Scenario("fact: a result field equals", ("fact", "same_args", "where"),
+                 (skill("cancel_reservation", {"fact": {"tool": "get_reservation", "same_args": rid,
+                                                        "where": 'result.cabin == "business"'}}),),
+                 permit("cancel_reservation", [formerly("get_reservation", rid, {"cabin": "business"})])),
+        Scenario("fact: latest", ("fact", "same_args", "where", "latest"),
+                 (skill("update_baggages", {"fact": {"tool": "get_reservation", "same_args": rid, "latest": True,
+                                                     "where": 'result.status == "active"'}}),),
+                 permit("update_baggages", [_since("get_reservation", rid, {"status": "active"},
+                                                   undone_by="get_reservation", undone_same=rid)])),
+        Scenario("fact: voided_by", ("fact", "same_args", "voided_by"),
+                 (skill("send_certificate", {"fact": {"tool": "login", "same_args": ["user_id"],
+                                                      "voided_by": ["logout"]}}),),
+                 permit("send_certificate", [_since("login", ["user_id"], None, undone_by="logout",
+                                                    undone_same=["user_id"])])),
+        Scenario("fact: same_args mapped to another name", ("fact", "same_args map", "where"),
+                 (skill("send_certificate", {"fact": {"tool": "verify_identity",
+                                                      "same_args": {"user_id": "account_id"},
+                                                      "where": "result.verified == true"}}),),
+                 permit("send_certificate", [formerly("verify_identity", {"user_id": "account_id"},
+                                                      {"verified": True})])),
+        Scenario("fact: a result field against an argument", ("fact", "same_args", "where"),
+                 (skill("update_baggages", {"fact": {"tool": "get_reservation", "same_args": rid,
+                                                     "where": "result.total_baggages <= args.total_baggages"}}),),
+                 permit("update_baggages", [
+                     "exists (x: Long). (formerly within " + WINDOW + " "
+                     + pattern("get_reservation", rid)[:-2] + ", output.total_baggages: x } "
+                     "&& x <= context.input.total_baggages)"])),
+        Scenario("check with ordering", ("check", "ordering", "same_args"),
+                 (skill("update_baggages", {"tool": "get_reservation", "same_args": rid},
+                        {"check": {"where": "args.total_baggages <= 5"}}),),
+                 permit("update_baggages", [formerly("get_reservation", rid)],
+                        when=["context.input.total_baggages <= 5"])),
+        Scenario("any of a tool, a fact and a check", ("any", "fact", "check"),
+                 (skill("send_certificate", {"any": [
+                     "login",
+                     {"fact": {"tool": "verify_identity", "same_args": {"user_id": "account_id"},
+                               "where": "result.verified == true"}},
+                     {"check": {"where": "args.amount <= 100"}}]}),),
+                 "\n".join([permit("send_certificate", [formerly("login")]),
+                            permit("send_certificate", [formerly("verify_identity", {"user_id": "account_id"},
+                                                                 {"verified": True})]),
+                            permit("send_certificate", when=["context.input.amount <= 100"])])),
+        Scenario("limit: max_calls per conversation", ("limit", "max_calls"),
+                 (skill("cancel_reservation", {"limit": {"max_calls": 2, "per": "conversation"}}),),
+                 permit("cancel_reservation", [f"exists (n: Long). (({count}) == n && n < 2)"]),
+                 expected="in_flight: we count the calls already allowed in the same AI message; Dogwood's "
+                          "rule over responses does not see them",
+                 classify=_same_batch),
+        Scenario("limit: max_calls, Dogwood counting requests", ("limit", "max_calls"),
+                 (skill("cancel_reservation", {"limit": {"max_calls": 2, "per": "conversation"}}),),
+                 permit("cancel_reservation", [f"exists (n: Long). (({requests}) == n && n <= 2)"]),
+                 expected="requests: Dogwood's count of requests takes in every earlier attempt, failed or "
+                          "denied; we count successful runs (and the calls allowed in the same AI message)"),
+        # Dogwood's temporal block has no arithmetic: "earlier sum + this amount <= 300" is one permit per amount.
+        Scenario("limit: max_sum per conversation", ("limit", "max_sum"),
+                 (skill("send_certificate", {"limit": {"max_sum": 300, "sum": "args.amount",
+                                                       "per": "conversation"}}),),
+                 "\n".join(permit("send_certificate",
+                                  [f"exists (total: Long). ({sent} == total && total <= {300 - a})"],
+                                  when=[f"context.input.amount == {a}"]) for a in AMOUNTS if a <= 300),
+                 expected="in_flight: we count the calls already allowed in the same AI message; Dogwood's "
+                          "rule over responses does not see them",
+                 classify=_same_batch),
+    ]
+
+
 def scenarios() -> list[Scenario]:
-    return base_scenarios()
+    return base_scenarios() + result_scenarios()
 
 
 # --- the run -----------------------------------------------------------------------------------
@@ -310,7 +411,9 @@ def scenarios() -> list[Scenario]:
 class Tally:
     decisions: int = 0
     agree: int = 0
+    allowed: int = 0
     disagreements: Counter[tuple[bool, bool]] = dataclasses.field(default_factory=Counter)
+    labels: Counter[str] = dataclasses.field(default_factory=Counter)
     examples: list[tuple[list[dict[str, Any]], str]] = dataclasses.field(default_factory=list)
 
 
@@ -325,10 +428,13 @@ def compare(scenario: Scenario, conversations: Iterator[list[dict[str, Any]]], s
             if tools[call_id] not in guarded:
                 continue
             tally.decisions += 1
+            tally.allowed += allowed
             if theirs[call_id] == allowed:
                 tally.agree += 1
             else:
                 tally.disagreements[(allowed, theirs[call_id])] += 1
+                if scenario.classify is not None:
+                    tally.labels[scenario.classify(messages, call_id)] += 1
                 if len(tally.examples) < 3:
                     tally.examples.append((messages, call_id))
     return tally
@@ -346,7 +452,7 @@ def history_60() -> list[dict[str, Any]]:
     rng = random.Random(60)
     messages: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
     for k in range(29):
-        tool = rng.choice(["login", "get_user", "get_reservation", "update_baggages"])
+        tool = rng.choice(["login", "get_user", "verify_identity", "get_reservation", "update_baggages"])
         call = {"id": f"t{k}", "name": tool, "args": _args(rng, tool)}
         messages.append({"role": "assistant", "content": "", "tool_calls": [call]})
         messages.append({"role": "tool", "tool_call_id": call["id"], "name": tool,
@@ -356,6 +462,21 @@ def history_60() -> list[dict[str, Any]]:
     return messages
 
 
+def timing_scenario() -> Scenario:
+    """Three rules on one action: a login not undone, an identity verified (result field), an amount checked."""
+    return Scenario(
+        "timing", ("fact", "voided_by", "where", "check"),
+        (skill("send_certificate",
+               {"fact": {"tool": "login", "same_args": ["user_id"], "voided_by": ["logout"]}},
+               {"fact": {"tool": "verify_identity", "same_args": {"user_id": "account_id"},
+                         "where": "result.verified == true"}},
+               {"check": {"where": "args.amount <= 400"}}),),
+        permit("send_certificate",
+               [_since("login", ["user_id"], None, undone_by="logout", undone_same=["user_id"]),
+                formerly("verify_identity", {"user_id": "account_id"}, {"verified": True})],
+               when=["context.input.amount <= 400"]))
+
+
 def timing(schema: str, repeat: int) -> None:
     """One decision of each on the same 60-event history, CPU µs."""
     from dogwood import native
@@ -363,7 +484,7 @@ def timing(schema: str, repeat: int) -> None:
     from symfonic_graph.rules.ruleset import rules_of
 
     messages = history_60()
-    scenario = base_scenarios()[1]
+    scenario = timing_scenario()
     trace, _ = dogwood_trace(messages)
     action = messages[-1]["tool_calls"][0]
 
@@ -396,7 +517,10 @@ def timing(schema: str, repeat: int) -> None:
                                          'Agent::Gateway::"g"', action["args"])
             spent += time.process_time_ns() - start
         per_request = min(per_request, spent / max(repeat // 10, 5) / 1000)
-    print(f"\none decision on the same 60-event history (same arguments scenario; CPU µs, best of 5 x {repeat}):")
+    ours_verdict = gate_decisions(messages, compiled, {})[0].allowed
+    theirs_verdict = dogwood_decisions(scenario.policy, schema, messages)[action["id"]]
+    print(f"\none decision on the same 60-event history (a login not undone, an identity verified, an amount"
+          f" checked; allowed: ours {ours_verdict}, Dogwood {theirs_verdict}; CPU µs, best of 5 x {repeat}):")
     print(f"  our gate, gate_decisions over plain dict skills (compiles them, reads the conversation):"
           f" {ours:8.1f}")
     print(f"  our gate, gate_decisions over a compiled RuleSet (as TurnMemory hands it):          {ours_compiled:8.1f}")
@@ -418,8 +542,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     opts = parser.parse_args(argv)
     schema = cedar_schema()
     total = agree = 0
-    print(f"{'scenario':45} {'kinds':38} {'decisions':>9} {'agree':>7} {'ours allow/Dogwood deny':>24}"
-          f" {'ours deny/Dogwood allow':>24}")
+    print(f"{'scenario':45} {'kinds':38} {'decisions':>9} {'allowed':>7} {'agree':>7}"
+          f" {'ours allow/Dogwood deny':>24} {'ours deny/Dogwood allow':>24}")
     for scenario in scenarios():
         if opts.only and opts.only not in scenario.name:
             continue
@@ -431,13 +555,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         tally = compare(scenario, (conversation(rng, n) for n in range(opts.conversations)), schema)
         total += tally.decisions
         agree += tally.agree
-        print(f"{scenario.name:45} {', '.join(scenario.kinds):38} {tally.decisions:9} {tally.agree:7}"
+        print(f"{scenario.name:45} {', '.join(scenario.kinds):38} {tally.decisions:9} {tally.allowed:7} {tally.agree:7}"
               f" {tally.disagreements[(True, False)]:24} {tally.disagreements[(False, True)]:24}")
         if tally.disagreements:
             print(f"    {scenario.expected or 'UNEXPECTED: no deliberate difference named'}")
+            if tally.labels:
+                print(f"    by kind: {dict(tally.labels)}")
             messages, call_id = tally.examples[0]
             print(f"    e.g. call {call_id} of {[_brief(m) for m in messages]}")
-    print(f"{'all':84} {total:9} {agree:7}")
+    print(f"{'all':84} {total:9} {'':7} {agree:7}")
     timing(schema, opts.repeat)
 
 
