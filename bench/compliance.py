@@ -6,6 +6,7 @@ Needs the optional ``bench`` extra and a Neo4j 5 server::
     eval "$(symfonic-graph server start)"                  # or export NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD
     python -m bench.compliance                             # all 200 tasks, about a minute
     python -m bench.compliance --limit 20                  # a smoke run
+    python -m bench.compliance tau                         # tau-bench's airline and retail policies instead
 
 The preconditions that BFCL's API classes enforce in their own code (a login
 before account actions, locked doors and a pressed brake before
@@ -440,7 +441,15 @@ async def main_async(args: argparse.Namespace) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m bench.compliance", description=__doc__.split("\n")[0])
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["tau"]:  # python -m bench.compliance tau [--domain D] [--limit N]: the tau-bench policies
+        from bench.tau_compliance import main as tau_main
+
+        tau_main(argv[1:])
+        return
+    parser = argparse.ArgumentParser(prog="python -m bench.compliance", description=__doc__.split("\n")[0],
+                                     epilog="`python -m bench.compliance tau --help`: the tau-bench policies "
+                                            "(bench/tau_compliance.py)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks")
     parser.add_argument("--min-support", type=int, default=5)
     parser.add_argument("--min-confidence", type=float, default=0.95)
