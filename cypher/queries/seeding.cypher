@@ -11,7 +11,9 @@ OPTIONAL MATCH (s)-[r:REQUIRES]->(p:Precondition)
 WHERE p.tenant_id = s.tenant_id
 WITH key, s, r, p ORDER BY r.position
 WITH key, s, collect(CASE WHEN p IS NOT NULL THEN p {.kind, .tool, .same_args, .within, .tools, .path, .op, .value,
-                                                     .if_missing, .text, position: r.position} END) AS preconditions
+                                                     .if_missing, .text, .same_args_from, .where, .latest,
+                                                     .voided_by, .message, .alternatives, .max_calls, .max_sum,
+                                                     .sum, .per, .window, position: r.position} END) AS preconditions
 RETURN key, s.tenant_id AS tenant_id, s.namespace AS namespace, s.label AS label, s.identifier AS identifier,
        s.steps AS steps, s.action_tool AS action_tool, s.context AS context, s.status AS status,
        s.source AS source, coalesce(s.active, true) = true AND NOT s:SymfonicRetracted AS live, preconditions,

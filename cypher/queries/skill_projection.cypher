@@ -35,10 +35,14 @@ CALL (s) {
   RETURN collect(CASE WHEN p IS NULL THEN null
                    WHEN p.tenant_id = s.tenant_id
                    THEN p {.kind, .tool, .same_args, .within, .tools, .path, .op, .value, .if_missing, .text,
+                           .same_args_from, .where, .latest, .voided_by, .message, .alternatives, .max_calls,
+                           .max_sum, .sum, .per, .window,
                            position: r.position, rev: p.symfonic_rev,
                            unknown: [k IN keys(p) WHERE NOT k STARTS WITH 'symfonic_' AND NOT k IN
                              ['tenant_id', 'namespace', 'kind', 'tool', 'same_args', 'within', 'tools', 'path',
-                              'op', 'value', 'if_missing', 'text']]}
+                              'op', 'value', 'if_missing', 'text', 'same_args_from', 'where', 'latest',
+                              'voided_by', 'message', 'alternatives', 'max_calls', 'max_sum', 'sum', 'per',
+                              'window']]}
                    ELSE {kind: "precondition of no tenant or another tenant (its tenant_id is not this skill's)",
                          position: r.position}
                  END) AS preconditions

@@ -51,6 +51,9 @@ CALL (s, row) {
   SET n.tenant_id = row.tenant_id, n.namespace = row.namespace, n.kind = p.kind,
       n.tool = p.tool, n.same_args = p.same_args, n.within = p.within, n.tools = p.tools,
       n.path = p.path, n.op = p.op, n.value = p.value, n.if_missing = p.if_missing, n.text = p.text,
+      n.same_args_from = p.same_args_from, n.where = p.where, n.latest = p.latest, n.voided_by = p.voided_by,
+      n.message = p.message, n.alternatives = p.alternatives, n.max_calls = p.max_calls, n.max_sum = p.max_sum,
+      n.sum = p.sum, n.per = p.per, n.window = p.window,
       n.symfonic_rev = row.rev
 }
 WITH seq, s ORDER BY seq
@@ -349,6 +352,9 @@ CALL (row, found) {
   SET n.tenant_id = row.tenant_id, n.namespace = row.namespace, n.kind = p.kind,
       n.tool = p.tool, n.same_args = p.same_args, n.within = p.within, n.tools = p.tools,
       n.path = p.path, n.op = p.op, n.value = p.value, n.if_missing = p.if_missing, n.text = p.text,
+      n.same_args_from = p.same_args_from, n.where = p.where, n.latest = p.latest, n.voided_by = p.voided_by,
+      n.message = p.message, n.alternatives = p.alternatives, n.max_calls = p.max_calls, n.max_sum = p.max_sum,
+      n.sum = p.sum, n.per = p.per, n.window = p.window,
       n.symfonic_rev = row.rev
 }
 CALL (row, found) {

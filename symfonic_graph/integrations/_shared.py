@@ -17,11 +17,14 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from symfonic_graph.rules._messages import field, user_text
+from symfonic_graph.rules.events import Conversation, ToolCall, ToolCallRef
 
-__all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "Cue", "is_reminders", "last_human_text"]
+__all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "Cue", "earlier_siblings", "is_reminders",
+           "last_human_text", "wall_time"]
 
 REMINDERS_MARKER_KEY: Final = "symfonic_graph_memory"
 """``response_metadata`` key marking the trailing reminders message (never sent to a provider)."""
@@ -50,3 +53,32 @@ def last_human_text(messages: Sequence[Any]) -> str:
         if text is not None and not is_reminders(message):
             return text
     return ""
+
+
+def wall_time(memory: object) -> datetime | None:
+    """The time the rules' expressions read: a ``TurnMemory``'s ``wall_clock()``, else None (the current time)."""
+    clock = getattr(memory, "wall_clock", None)
+    return datetime.fromtimestamp(clock(), UTC) if callable(clock) else None
+
+
+def earlier_siblings(conversation: Conversation, call_id: object) -> list[ToolCallRef]:
+    """The calls requested just before ``call_id`` with no result between (its batch; a limit counts them as running).
+
+    Example:
+        >>> conversation = Conversation()
+        >>> for ref in (ToolCallRef("a", "refund"), ToolCallRef("b", "refund")):
+        ...     _ = conversation.add_call(ref)
+        >>> [ref.id for ref in earlier_siblings(conversation, "b")]
+        ['a']
+    """
+    call = conversation.requested(call_id if isinstance(call_id, str) else None)
+    if call is None:
+        return []
+    events = conversation.events
+    index = next((i for i in range(len(events) - 1, -1, -1) if events[i] is call), None)
+    out: list[ToolCallRef] = []
+    for event in reversed(events[:index] if index is not None else ()):
+        if type(event) is not ToolCall or event.made_before != call.made_before:
+            break
+        out.append(event.ref)
+    return out[::-1]

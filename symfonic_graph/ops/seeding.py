@@ -49,6 +49,7 @@ from symfonic_graph.ops.seedfile import SeedFile
 from symfonic_graph.shape._limits import refuse_over_cap
 from symfonic_graph.shape._revision import rev_digest
 from symfonic_graph.shape.inputs import TriggerInput
+from symfonic_graph.shape.records import NODE_COLUMNS
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
 
 log = logging.getLogger("symfonic_graph.seeding")
@@ -56,8 +57,7 @@ log = logging.getLogger("symfonic_graph.seeding")
 __all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 
 _SKILL_CONTENT = ("label", "identifier", "steps", "action_tool", "context", "status", "source")
-_PRECONDITION_CONTENT = ("position", "kind", "tool", "same_args", "within", "tools", "path", "op", "value",
-                         "if_missing", "text")
+_PRECONDITION_CONTENT = ("position", "kind", *NODE_COLUMNS)
 _TRIGGER_CONTENT = ("identifier", "condition", "task")
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "GATE_MARKER_VALUE",
     "MAX_ARGS_DEPTH",
     "MISSING_PREFIX",
+    "NOT_ALLOWED_PREFIX",
     "CallResult",
     "Conversation",
     "History",
@@ -51,6 +52,7 @@ GATE_MARKER_KEY: Final = "symfonic_graph_gate"
 GATE_MARKER_VALUE: Final = "precondition"
 MISSING_PREFIX: Final = "Missing precondition: "
 UNAVAILABLE_PREFIX: Final = "Precondition check unavailable: "
+NOT_ALLOWED_PREFIX: Final = "Not allowed: "
 GATE_CONTENT_MARKER: Final = "[symfonic-graph gate]"
 """Ends the content of every result the gate writes: it survives round trips that drop metadata and status."""
 
@@ -280,7 +282,7 @@ def terminal_tool_calls(messages: Sequence[Any] | None) -> list[ToolCallRef]:
     return _tool_calls(messages[-1])
 
 
-_GATE_PREFIXES: Final = (MISSING_PREFIX, UNAVAILABLE_PREFIX)
+_GATE_PREFIXES: Final = (MISSING_PREFIX, UNAVAILABLE_PREFIX, NOT_ALLOWED_PREFIX)
 _SPACE: Final = re.compile(r"\s*")
 _GATE_INITIALS: Final = frozenset(prefix[0] for prefix in _GATE_PREFIXES)
 _TEXT_KEYS: Final = ("text", "content", "output")
@@ -469,7 +471,10 @@ class HistoryReader:
             return
         status = get("status")
         failed = isinstance(status, str) and status == "error"
-        self.conversation.add(CallResult.of(call, failed=failed))
+        content = get("output" if kind == "output" else "content")
+        if not isinstance(content, (str, Mapping)):
+            content = "".join(_texts(content))  # blocks: their texts, in order
+        self.conversation.add(CallResult.of(call, failed=failed, content=content))
 
     def report(self, limit: int = 3) -> str:
         """One line naming what was read as nothing (the first ``limit`` problems), ``""`` when nothing was.

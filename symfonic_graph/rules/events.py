@@ -27,12 +27,35 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 from typing import Any
 
-__all__ = ["CallResult", "Conversation", "Event", "History", "ToolCall", "ToolCallRef", "UserMessage"]
+__all__ = ["CallResult", "parse_content", "Conversation", "Event", "History", "ToolCall", "ToolCallRef", "UserMessage"]
+
+
+_UNPARSED: Any = object()
+_JSON_START = frozenset('{["-0123456789tfn')
+
+
+def parse_content(raw: object) -> Any:
+    """A result's content as rules read it: JSON when a string parses as JSON, else the value as it is.
+
+    Example:
+        >>> parse_content('[1, 2]'), parse_content("ok"), parse_content({"a": 1})
+        ([1, 2], 'ok', {'a': 1})
+    """
+    if not isinstance(raw, str):
+        return raw
+    text = raw.strip()
+    if not text or text[0] not in _JSON_START:
+        return raw
+    try:
+        return json.loads(text)
+    except ValueError:
+        return raw
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,11 +127,30 @@ class CallResult:
     args: Mapping[str, Any] | None
     failed: bool
     user_turn: int
+    raw: Any = dataclass_field(default=None, repr=False, compare=False)
+    """The result's content as the message held it (a string, or the texts of its blocks joined)."""
+    _parsed: Any = dataclass_field(default=_UNPARSED, init=False, repr=False, compare=False)
 
     @classmethod
-    def of(cls, call: ToolCall, *, failed: bool) -> CallResult:
-        """The result answering ``call``, successful or failed."""
-        return cls(call.ref.name, call.ref.args, failed, call.user_turn)
+    def of(cls, call: ToolCall, *, failed: bool, content: Any = None) -> CallResult:
+        """The result answering ``call``, successful or failed, with its content."""
+        return cls(call.ref.name, call.ref.args, failed, call.user_turn, content)
+
+    @property
+    def content(self) -> Any:
+        """The result parsed: JSON when the content parses as JSON, else the string (parsed once).
+
+        Example:
+            >>> CallResult("get_order", None, False, 0, '{"status": "pending"}').content
+            {'status': 'pending'}
+            >>> CallResult("get_order", None, False, 0, "Order not found").content
+            'Order not found'
+        """
+        parsed = self._parsed
+        if parsed is _UNPARSED:
+            parsed = parse_content(self.raw)
+            object.__setattr__(self, "_parsed", parsed)
+        return parsed
 
 
 Event = UserMessage | ToolCall | CallResult

@@ -46,6 +46,7 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 if TYPE_CHECKING:  # the core imports no framework; LangChain is loaded only to build a ToolMessage
@@ -54,11 +55,8 @@ if TYPE_CHECKING:  # the core imports no framework; LangChain is loaded only to 
 from symfonic_graph import telemetry
 from symfonic_graph.errors import ConfigurationError, ScopeError, StoreUnavailableError, ValidationError
 from symfonic_graph.rules._messages import (
-    GATE_CONTENT_MARKER,
     GATE_MARKER_KEY,
     GATE_MARKER_VALUE,
-    MISSING_PREFIX,
-    UNAVAILABLE_PREFIX,
     called_tools,
     messages_of,
     parse_turn,
@@ -66,6 +64,8 @@ from symfonic_graph.rules._messages import (
     terminal_tool_calls,
 )
 from symfonic_graph.rules.events import History, ToolCallRef
+from symfonic_graph.rules.gate_text import missing_precondition_content, not_allowed_content, unavailable_content
+from symfonic_graph.rules.policy import Bindings, utc_now
 from symfonic_graph.rules.preconditions import DroppedSkill, log_dropped
 from symfonic_graph.rules.ruleset import RuleSet, SkillCheck, rules_of
 from symfonic_graph.shape.names import TOOL_NAME_RULE, bare_identifier, is_tool_name
@@ -135,65 +135,6 @@ def strict_policy(strict: object, guarded_tools: Iterable[str] = ()) -> tuple[St
 # --- decisions ------------------------------------------------------------------
 
 
-def missing_precondition_content(
-    action_tool: str,
-    missing: Sequence[str],
-    label: str | None,
-    *,
-    failed: Sequence[str] = (),
-    unreadable: Sequence[str] = (),
-) -> str:
-    """The recovery text of a blocked call; its first sentence is fixed by the spec.
-
-    It ends with :data:`GATE_CONTENT_MARKER`, so the gate recognises its own
-    errors in a history that lost their status and metadata.
-
-    Example:
-        >>> missing_precondition_content("x", ["a", "b"], "L").split(" `")[0]
-        'Missing precondition: call a, b before x (skill: L).'
-        >>> "failed" in missing_precondition_content("x", ["a"], None, failed=["a"])
-        True
-        >>> missing_precondition_content("x", ["a (same id)", "b or c"], None).split(" before")[0]
-        'Missing precondition: call a (same id) and one of (b or c)'
-    """
-    if len(missing) > 1 and any(" or " in m for m in missing):
-        # An any-of group beside other requirements: all of them are needed, one tool of the group.
-        parts = [f"one of ({m})" if " or " in m else m for m in missing]
-        tools = ", ".join(parts[:-1]) + " and " + parts[-1]
-    else:
-        tools = ", ".join(missing)
-    skill = f" (skill: {label})" if label else ""
-    notes = "".join(
-        f"The earlier call of `{tool}` failed, and a failed call does not count. " for tool in dict.fromkeys(failed)
-    )
-    if unreadable:  # never met: telling the model to call something and retry would loop forever
-        reasons = "; ".join(dict.fromkeys(unreadable))
-        return (
-            f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. {notes}`{action_tool}` was not executed: "
-            f"a misconfigured rule blocks this tool; ask an operator (symfonic-graph doctor reports it: {reasons}). "
-            f"Do not retry `{action_tool}` until the rule is fixed. {GATE_CONTENT_MARKER}"
-        )
-    return (
-        f"{MISSING_PREFIX}call {tools} before {action_tool}{skill}. {notes}"
-        f"`{action_tool}` was not executed. Call {tools} first and wait for the "
-        f"result (calls made in the same batch as `{action_tool}` do not count), "
-        f"then retry `{action_tool}`. {GATE_CONTENT_MARKER}"
-    )
-
-
-def unavailable_content(action_tool: str) -> str:
-    """The text of a call blocked in strict mode because the skill lookup failed.
-
-    Example:
-        >>> unavailable_content("deploy").startswith("Precondition check unavailable")
-        True
-    """
-    return (
-        f"{UNAVAILABLE_PREFIX}the precondition store could not be read, so "
-        f"`{action_tool}` was not executed. Retry `{action_tool}` later. {GATE_CONTENT_MARKER}"
-    )
-
-
 @dataclass(frozen=True, slots=True)
 class GateDecision:
     """The gate's verdict on one tool call, with the trace that led to it.
@@ -239,6 +180,8 @@ class GateDecision:
             return unavailable_content(self.tool_name)
         if self.blocking is not None:
             b = self.blocking
+            if b.refused or b.errors:
+                return not_allowed_content(self.tool_name, b.refused, b.errors, b.label)
             return missing_precondition_content(self.tool_name, b.missing, b.label, failed=b.failed,
                                                 unreadable=b.unreadable)
         return None
@@ -275,11 +218,17 @@ def decide_call(
     filtered: bool,
     count_failed: bool,
     enforce_shadow: bool = False,
+    now: datetime | None = None,
+    bindings: Bindings | None = None,
+    in_flight: Sequence[Any] = (),
 ) -> GateDecision:
     """The gate's decision on one call, given the calls made before it: the one decision the gate and replay share.
 
     ``filtered`` applies the skills' state predicates; ``enforce_shadow`` lets
-    shadow rules block (replay counts what they would block).
+    shadow rules block (replay counts what they would block). ``now`` is the
+    clock the rules' expressions read (default: the current UTC time);
+    ``in_flight`` the arguments of calls of this tool already allowed in the
+    same batch (limits count them).
     """
     matched: list[SkillCheck] = []
     dropped: list[DroppedSkill] = []
@@ -288,7 +237,10 @@ def decide_call(
         if failure is not None:
             dropped.append(failure)
             continue
-        matched.append(rule.check(call.args, history, count_failed=count_failed))
+        if bindings is None:
+            bindings = Bindings(state, _clock(now))
+        matched.append(rule.check(call.args, history, count_failed=count_failed, bindings=bindings,
+                                  in_flight=in_flight))
     blocking = next((c for c in matched if not c.satisfied and (enforce_shadow or not c.shadow)), None)
     shadowed = tuple(c for c in matched if c.shadow and not c.satisfied and c is not blocking)
     verdict: Verdict = "allowed" if blocking is None else "blocked"
@@ -306,6 +258,7 @@ def explain_tool_call(
     args: Mapping[str, Any] | None = None,
     messages: Sequence[Any] | None = None,
     count_failed_calls: bool = False,
+    now: datetime | None = None,
 ) -> GateDecision:
     """Explain what the gate decides for one call of ``tool_name``.
 
@@ -318,6 +271,7 @@ def explain_tool_call(
         args: the call's arguments (for ``same_args`` preconditions).
         messages: the conversation so far (instead of ``called``), read as the gate reads it.
         count_failed_calls: count failed results as calls (the seeds' behaviour).
+        now: the time the rules' expressions read (default: the current UTC time).
 
     Example:
         >>> from types import SimpleNamespace
@@ -328,7 +282,7 @@ def explain_tool_call(
     history = read_history(messages) if messages is not None else History.of_names(called)
     call = ToolCallRef(call_id, tool_name, args)
     return decide_call(rules_of(skills), call, history, state, filtered=state is not None,
-                   count_failed=count_failed_calls)
+                       count_failed=count_failed_calls, now=now)
 
 
 def gate_decisions(
@@ -338,6 +292,7 @@ def gate_decisions(
     *,
     count_failed_calls: bool = False,
     enforce_shadow: bool = False,
+    now: datetime | None = None,
 ) -> tuple[GateDecision, ...]:
     """The gate's decision for each call of the terminal AI message, in call order.
 
@@ -352,7 +307,7 @@ def gate_decisions(
     """
     history, calls = parse_turn(messages)
     return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls,
-                        enforce_shadow=enforce_shadow)
+                        enforce_shadow=enforce_shadow, now=now)
 
 
 def _decide_turn(
@@ -363,15 +318,25 @@ def _decide_turn(
     *,
     count_failed_calls: bool,
     enforce_shadow: bool = False,
+    now: datetime | None = None,
+    in_flight: Sequence[ToolCallRef] = (),
 ) -> tuple[GateDecision, ...]:
     if not calls:
         return ()
     rules = rules_of(skills)
-    decisions = tuple(
-        decide_call(rules, call, history, state, filtered=True, count_failed=count_failed_calls,
-                enforce_shadow=enforce_shadow)
-        for call in calls
-    )
+    bindings = Bindings(state, _clock(now))
+    allowed: dict[str, list[Any]] = {}  # the calls of each tool allowed earlier in this batch: limits count them
+    for ref in in_flight:
+        allowed.setdefault(ref.name, []).append(ref.args)
+    out: list[GateDecision] = []
+    for call in calls:
+        earlier = allowed.setdefault(call.name, [])
+        decision = decide_call(rules, call, history, state, filtered=True, count_failed=count_failed_calls,
+                               enforce_shadow=enforce_shadow, bindings=bindings, in_flight=tuple(earlier))
+        if decision.allowed:
+            earlier.append(call.args)
+        out.append(decision)
+    decisions = tuple(out)
     log_dropped({id(d.rule): d for decision in decisions for d in decision.dropped}.values())
     for decision in decisions:
         for check in decision.shadowed:
@@ -477,6 +442,7 @@ def _outage(
 async def run_gate(
     state: Any, get_active_skills: SkillLookup, *, strict: Strict = False, count_failed_calls: bool = False,
     turn: tuple[History, Sequence[ToolCallRef]] | None = None, guarded_tools: Iterable[str] = (),
+    now: datetime | None = None, in_flight: Sequence[ToolCallRef] = (),
 ) -> tuple[GateDecision, ...]:
     """Look up the active skills and decide every call of the terminal AI message.
 
@@ -506,6 +472,9 @@ async def run_gate(
     ``turn``, the history and the calls to decide, already read from the
     conversation's events (an integration that read the conversation once for
     several calls passes it), spares reading ``state["messages"]`` again.
+    ``now`` is the clock the rules' expressions read (default: the current UTC
+    time); ``in_flight``, calls of the same batch decided elsewhere that limit
+    rules count as running (the middleware passes a call's earlier siblings).
 
     Example:
         >>> import asyncio
@@ -524,7 +493,17 @@ async def run_gate(
         skills = await _lookup(get_active_skills, state)
     except StoreUnavailableError as exc:  # an outage; ScopeError and ConfigurationError are loud
         return _outage(exc, calls, strict, guarded_tools)
-    return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls)
+    return _decide_turn(history, calls, skills, state, count_failed_calls=count_failed_calls, now=now,
+                        in_flight=in_flight)
+
+
+def _clock(now: datetime | None) -> datetime:
+    """``now`` (zone-less read as UTC), or the current UTC time."""
+    if now is None:
+        return utc_now()
+    if not isinstance(now, datetime):
+        raise ValidationError("now", f"must be a datetime, got {type(now).__name__}")
+    return now if now.tzinfo is not None else now.replace(tzinfo=UTC)
 
 
 def create_precondition_gate_node(

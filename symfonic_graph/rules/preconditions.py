@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from symfonic_graph.rules.events import History
+from symfonic_graph.shape._entry import _Entry
 from symfonic_graph.shape.models import guarded_tool, skill_of
 from symfonic_graph.shape.records import (
     KINDS,
@@ -48,7 +49,6 @@ from symfonic_graph.shape.records import (
     Precondition,
     StatePrecondition,
     ToolPrecondition,
-    _Entry,
     bare_identifier,
     register_kind,
     unregister_kind,

@@ -37,6 +37,26 @@ PREFLIGHT_ORIGIN: Final = "symfonic.procedural"
 _UNNAMED: Final = "<unnamed>"
 
 
+_CONDITIONAL = frozenset({"check", "limit"})
+
+
+def _condition(entry: Any) -> str:
+    """A fact, check, limit or any-of with facts in words: the rule's message when given, else its CEL text.
+
+    Example:
+        >>> from symfonic_graph.shape.rule_kinds import CheckPrecondition
+        >>> _condition(CheckPrecondition(where="size(args.passengers) <= 5", message="At most five passengers."))
+        'At most five passengers.'
+    """
+    if entry.kind == "check":
+        return entry.message or f"`{entry.where}`"
+    if entry.kind == "limit":
+        return requirement_phrase(entry, quote="`").removeprefix("limit: ")
+    if entry.kind == "any":
+        return " OR ".join([*(f"`{t}` was called" for t in entry.tools), *map(_condition, entry.alternatives)])
+    return requirement_phrase(entry, quote="`")
+
+
 def preflight_lines(skills: Iterable[Any] | None, *, include_negative: bool = False) -> list[str]:
     """The rule lines for ``skills``, in skill order then precondition order.
 
@@ -59,6 +79,10 @@ def preflight_lines(skills: Iterable[Any] | None, *, include_negative: bool = Fa
         label = rule.label or _UNNAMED
         for entry in rule.requirements:
             if entry.kind == "unreadable":
+                continue
+            if entry.kind in _CONDITIONAL or bool(getattr(entry, "alternatives", None)) or (
+                    entry.kind == "fact" and getattr(entry, "where", None) is not None):
+                lines.append(f"- `{action}` ONLY IF {_condition(entry)} (skill: {label}).")
                 continue
             pre = requirement_phrase(entry, quote="`")
             lines.append(f"- YOU MUST call {pre} BEFORE calling `{action}` (skill: {label}).")

@@ -19,11 +19,21 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Hashable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, overload
 
 from symfonic_graph.rules.events import History
+from symfonic_graph.rules.policy import (
+    Bindings,
+    any_outcome,
+    check_outcome,
+    fact_outcome,
+    fact_phrase,
+    limit_outcome,
+    utc_now,
+)
 from symfonic_graph.rules.preconditions import (
     CONDITIONS,
     DroppedSkill,
@@ -38,6 +48,9 @@ from symfonic_graph.shape.contributions import PluginContribution
 from symfonic_graph.shape.models import Skill, guarded_tool, skill_of
 from symfonic_graph.shape.records import (
     AnyPrecondition,
+    CheckPrecondition,
+    FactPrecondition,
+    LimitPrecondition,
     ToolPrecondition,
     UnreadablePrecondition,
     action_tool_problem,
@@ -46,9 +59,12 @@ from symfonic_graph.shape.records import (
 
 __all__ = ["PackedSkill", "Rule", "RuleSet", "SkillCheck", "requirement_phrase", "rules_of"]
 
+log = logging.getLogger("symfonic_graph.gate")
+
 _MAX_BLOCKS = 256  # distinct predicate states whose block a RuleSet keeps
 
-Requirement = ToolPrecondition | AnyPrecondition | UnreadablePrecondition
+Requirement = (ToolPrecondition | AnyPrecondition | FactPrecondition | CheckPrecondition | LimitPrecondition
+               | UnreadablePrecondition)
 """An entry the gate enforces (tool names already reduced to bare identifiers)."""
 
 
@@ -70,8 +86,26 @@ def requirement_phrase(entry: Requirement, *, quote: str = "") -> str:
             phrase += " (after the user's latest message)"
         return phrase
     if isinstance(entry, AnyPrecondition):
-        return " or ".join(f"{q}{t}{q}" for t in entry.tools)
+        return " or ".join([*(f"{q}{t}{q}" for t in entry.tools), *(_alternative(a, q) for a in entry.alternatives)])
+    if isinstance(entry, FactPrecondition):
+        phrase = fact_phrase(entry, quote=q)
+        return phrase if entry.where is None else f"{phrase} shows: {entry.message or q + entry.where + q}"
+    if isinstance(entry, CheckPrecondition):
+        return f"check: {entry.message or q + entry.where + q}"
+    if isinstance(entry, LimitPrecondition):
+        return f"limit: {entry.message or _limit_words(entry, q)}"
     return "a precondition that could not be read"
+
+
+def _alternative(entry: FactPrecondition | CheckPrecondition, q: str) -> str:
+    return requirement_phrase(entry, quote=q)
+
+
+def _limit_words(entry: LimitPrecondition, q: str) -> str:
+    window = f" in {entry.window}" if entry.window else ""
+    if entry.max_calls is not None:
+        return f"at most {entry.max_calls} call(s) per {entry.per}{window}"
+    return f"the sum of {q}{entry.sum}{q} at most {entry.max_sum:g} per {entry.per}{window}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +120,8 @@ class SkillCheck:
         failed: tools whose earlier calls all failed (so they do not count).
         unreadable: why a precondition of the skill could not be read.
         shadow: a shadow rule: reported, never blocking.
+        refused: the messages of facts, checks and limits that no further call can satisfy ("not allowed").
+        errors: why an expression of the skill could not be evaluated (fails closed).
 
     Example:
         >>> SkillCheck("Deploy", "sk-1", ("run_tests",), ("run_tests",)).satisfied
@@ -99,11 +135,13 @@ class SkillCheck:
     failed: tuple[str, ...] = ()
     unreadable: tuple[str, ...] = ()
     shadow: bool = False
+    refused: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
 
     @property
     def satisfied(self) -> bool:
         """True iff every requirement was met."""
-        return not self.missing
+        return not self.missing and not self.refused and not self.errors
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,26 +199,55 @@ class Rule:
                 return index, reason
         return None
 
-    def check(self, args: Any, history: History, *, count_failed: bool = False) -> SkillCheck:
-        """What this skill still needs before its action, called with ``args``, may run."""
+    def check(self, args: Any, history: History, *, count_failed: bool = False, bindings: Bindings | None = None,
+              in_flight: Sequence[Any] = ()) -> SkillCheck:
+        """What this skill still needs before its action, called with ``args``, may run.
+
+        ``bindings`` carry the state and clock the expressions read (default: no state, the current time);
+        ``in_flight`` the arguments of this tool's calls already allowed in the same batch (limits count them).
+        """
         missing: list[str] = []
         failed: list[str] = []
         unreadable: list[str] = []
+        refused: list[str] = []
+        errors: list[str] = []
         for entry in self.requirements:
             if isinstance(entry, ToolPrecondition):
                 met, only_failed = tool_requirement_met(entry, args, history, count_failed=count_failed)
                 if only_failed:
                     failed.append(entry.tool)
-            elif isinstance(entry, AnyPrecondition):
+            elif isinstance(entry, AnyPrecondition) and not entry.alternatives:
                 met, failed_tools = any_requirement_met(entry, history, count_failed=count_failed)
                 failed.extend(failed_tools)
-            else:
+            elif isinstance(entry, UnreadablePrecondition):
                 met = False
                 unreadable.append(entry.reason)
+            else:
+                if bindings is None:
+                    bindings = Bindings(None, utc_now())
+                if isinstance(entry, FactPrecondition):
+                    outcome = fact_outcome(entry, args, history, bindings)
+                elif isinstance(entry, CheckPrecondition):
+                    outcome = check_outcome(entry, args, bindings)
+                elif isinstance(entry, LimitPrecondition):
+                    outcome = limit_outcome(entry, self.action_tool or "", args, history, bindings, in_flight)
+                else:
+                    outcome = any_outcome(entry, args, history, bindings, count_failed=count_failed)
+                met = outcome.status == "met"
+                if outcome.status == "missing":
+                    missing.append(outcome.detail)
+                elif outcome.status == "refused":
+                    refused.append(outcome.detail)
+                elif outcome.status == "error":
+                    errors.append(outcome.detail)
+                    log.warning("rule %r (id=%s) could not be evaluated: %s", self.label, self.skill_id,
+                                outcome.detail)
+                continue
             if not met:
                 missing.append(requirement_phrase(entry))
         return SkillCheck(self.label, self.skill_id, tuple(requirement_phrase(e) for e in self.requirements),
-                          tuple(missing), tuple(failed), tuple(unreadable), self.shadow)
+                          tuple(missing), tuple(failed), tuple(unreadable), self.shadow, tuple(refused),
+                          tuple(errors))
 
 
 def _compiled(entries: Iterable[Any], action: str | None) -> tuple[tuple[Requirement, ...], tuple[Any, ...]]:
@@ -208,8 +275,10 @@ def _compiled(entries: Iterable[Any], action: str | None) -> tuple[tuple[Require
                 req = entry if name == entry.tool else entry.model_copy(update={"tool": name})
         elif isinstance(entry, AnyPrecondition):
             names = tuple(n for n in entry.names if n != action)
-            if names:
-                req = AnyPrecondition(tools=names)
+            if names or entry.alternatives:
+                req = AnyPrecondition(tools=names, alternatives=entry.alternatives)
+        elif isinstance(entry, (FactPrecondition, CheckPrecondition, LimitPrecondition)):
+            req = entry
         if req is not None and action is not None and req not in out:
             out.append(req)
     return tuple(out), tuple(conditions)
@@ -239,7 +308,9 @@ def _rule(skill: Any, *, pack: bool = False) -> Rule:
 def _names(requirements: tuple[Requirement, ...]) -> tuple[str, ...]:
     names: list[str] = []
     for req in requirements:
-        for name in (req.tool,) if isinstance(req, ToolPrecondition) else getattr(req, "tools", ()):
+        tools = (req.tool,) if isinstance(req, (ToolPrecondition, FactPrecondition)) else (
+            *getattr(req, "tools", ()), *(a.tool for a in getattr(req, "alternatives", ()) if hasattr(a, "tool")))
+        for name in tools:
             if name not in names:
                 names.append(name)
     return tuple(names)

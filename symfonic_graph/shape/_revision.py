@@ -31,11 +31,16 @@ __all__ = ["content_digest", "graph_digest", "rev_digest", "revision"]
 _SKILL_FIELDS = ("label", "steps", "action_tool", "context", "source")
 _PRECONDITION_FIELDS = ("position", "kind", "tool", "same_args", "within", "tools", "path", "op", "value",
                         "if_missing", "text")
+_NEWER_FIELDS = ("same_args_from", "where", "latest", "voided_by", "message", "alternatives", "max_calls",
+                 "max_sum", "sum", "per", "window")
+"""The :Precondition columns of the rules over results, arguments and counts: they count in a digest only
+when set, so the digest of a node written before them is unchanged."""
 
 
 def _digest(skill: Mapping[str, Any], preconditions: Sequence[Mapping[str, Any]]) -> str:
     body = [[skill.get(k) for k in _SKILL_FIELDS],
-            [[p.get(k) for k in _PRECONDITION_FIELDS] for p in preconditions]]
+            [[p.get(k) for k in _PRECONDITION_FIELDS] + [[k, p[k]] for k in _NEWER_FIELDS if p.get(k) is not None]
+             for p in preconditions]]
     text = json.dumps(body, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
 

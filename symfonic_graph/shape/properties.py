@@ -26,7 +26,8 @@ SKILL_PROPERTIES: Final = frozenset({
 """The documented properties of a ``:Skill``."""
 PRECONDITION_PROPERTIES: Final = frozenset({
     "tenant_id", "namespace", "kind", "tool", "same_args", "within", "tools", "path", "op", "value", "if_missing",
-    "text"})
+    "text", "same_args_from", "where", "latest", "voided_by", "message", "alternatives", "max_calls", "max_sum", "sum",
+    "per", "window"})
 """The documented properties of a ``:Precondition``."""
 WEAKENING_SKILL_PROPERTIES: Final = frozenset({"action_tool", "steps"})
 """The skill properties whose misspelling changes which tool a rule guards (the others cannot weaken it)."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from symfonic_graph.shape._entry import _Entry
 from symfonic_graph.shape.names import TOOL_NAME_RULE
 from symfonic_graph.shape.records import (
     KINDS,
@@ -24,7 +25,6 @@ from symfonic_graph.shape.records import (
     Precondition,
     StatePrecondition,
     UnreadablePrecondition,
-    _Entry,
     bare_identifier,
     string_entry,
 )
@@ -55,7 +55,7 @@ def precondition_from_node(props: Mapping[str, Any]) -> Precondition:
         >>> precondition_from_node({"kind": "text", "text": "review"}).kind
         'text'
         >>> precondition_from_node({"kind": "tol", "tool": "x"}).reason
-        "kind: unknown kind 'tol' (expected tool, any, state or text)"
+        "kind: unknown kind 'tol' (expected tool, any, state, text, fact, check or limit)"
     """
     raw_kind = props.get("kind")
     kind = raw_kind.strip().lower() if isinstance(raw_kind, str) else raw_kind
@@ -65,7 +65,7 @@ def precondition_from_node(props: Mapping[str, Any]) -> Precondition:
         expected = ", ".join(known[:-1]) + f" or {known[-1]}"
         return UnreadablePrecondition(reason=f"kind: unknown kind {raw_kind!r} (expected {expected})")
     try:
-        return model.from_node(props)
+        return model.from_node(props)  # type: ignore[return-value]  # a registered kind's record
     except Exception as exc:  # a registered kind's reader: never let it break a read
         return UnreadablePrecondition(reason=f"kind {kind!r}: not readable ({type(exc).__name__})")
 
@@ -146,6 +146,6 @@ def precondition_from_item(item: object) -> Precondition | None:
             except Exception as exc:  # a registered kind's reader: fail closed
                 return UnreadablePrecondition(reason=f"{model.item_key}: not readable ({type(exc).__name__})")
             if entry is not None:
-                return entry
+                return entry  # type: ignore[return-value]  # a registered kind's record
     return None
 

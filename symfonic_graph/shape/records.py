@@ -6,7 +6,9 @@ A skill's preconditions are a list of typed entries, told apart by ``kind``:
   binds the check to the data (only an earlier call whose named arguments
   equal the action call's counts); ``within="user_turn"`` only counts calls
   made after the user's latest message.
-* ``AnyPrecondition`` (``kind="any"``): call any one of ``tools`` first.
+* ``AnyPrecondition`` (``kind="any"``): call any one of ``tools`` first (or meet one of its facts and checks).
+* ``FactPrecondition``, ``CheckPrecondition``, ``LimitPrecondition`` (``rule_kinds.py``): what an
+  earlier call returned, the action's own arguments, and counts (CEL expressions).
 * ``StatePrecondition`` (``kind="state"``): the skill applies only while the
   predicate holds in the graph state (``if_missing="apply"``: also when the
   state does not have the path).
@@ -32,14 +34,13 @@ Example:
 
 from __future__ import annotations
 
-import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Annotated, Any, ClassVar, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
-from pydantic import ValidationError as PydanticValidationError
+from pydantic import BaseModel, Field
 
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.shape._entry import ARG_NAME, WITHIN, UnreadablePrecondition, _Entry, _keys, _names
 from symfonic_graph.shape._limits import MAX_PRECONDITIONS
 from symfonic_graph.shape._validate import action_tool_input, state_value
 from symfonic_graph.shape._validate import text_within_property_bytes as _text
@@ -52,9 +53,13 @@ from symfonic_graph.shape.names import (
     is_tool_name,
     tool_name_problem,
 )
+from symfonic_graph.shape.rule_kinds import AnyPrecondition, CheckPrecondition, FactPrecondition, LimitPrecondition
 
 __all__ = [
     "AnyPrecondition",
+    "CheckPrecondition",
+    "FactPrecondition",
+    "LimitPrecondition",
     "Precondition",
     "StatePrecondition",
     "TextPrecondition",
@@ -62,6 +67,7 @@ __all__ = [
     "UnreadablePrecondition",
     "KINDS",
     "MAX_TOOL_NAME",
+    "TOOL_NAME_RULE",
     "NODE_COLUMNS",
     "action_tool_input",
     "action_tool_problem",
@@ -80,84 +86,6 @@ __all__ = [
 
 STATE_OPS: Final = frozenset({"eq", "neq", "in", "exists"})
 """The state-predicate operators; a predicate with any other ``op`` is misconfigured (its skill blocks)."""
-WITHIN: Final = ("conversation", "user_turn")
-ARG_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-
-
-class _Entry(BaseModel):
-    """One precondition kind: its record, and everything a kind does with its shape, in one class.
-
-    A kind is one subclass registered with :func:`register_kind`. Every path
-    dispatches on the registry, never on a list of kinds:
-
-    * ``from_input(item, field)``: the strict reading of write input (errors name ``field``);
-    * ``node()``: the ``:Precondition`` node properties a write stores (a subset of ``NODE_COLUMNS``);
-    * ``from_node(props)``: the lenient reading of a graph node (never raises; unreadable fails closed);
-    * ``from_item(value)``: the lenient reading of a duck-typed ``metadata`` item (``{item_key: value}``);
-    * ``item(typed)``: the ``metadata["precondition"]`` item (what ``from_item`` reads back);
-    * ``blocking()``: why the record cannot be enforced as written (its skill then blocks), else None;
-    * ``role``: ``"requirement"`` (met by earlier calls), ``"condition"`` (decides whether the
-      skill applies, evaluated by the evaluator registered in ``rules.preconditions``), ``"advice"``.
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    role: ClassVar[str] = "condition"
-    item_key: ClassVar[str] = ""
-    """The key naming the kind in input and metadata shorthand (``{"tool": ...}``); the kind name by default."""
-    writable: ClassVar[bool] = True
-
-    @classmethod
-    def from_input(cls, item: Mapping[str, Any], field: str) -> Precondition:
-        """The strict reading (default: ``{item_key: {fields}}`` by the model, its first error naming the field)."""
-        value = item.get(cls.item_key)
-        try:
-            return cls.model_validate(value if isinstance(value, Mapping) else {})  # type: ignore[return-value]
-        except PydanticValidationError as exc:
-            first = exc.errors(include_url=False, include_input=False)[0]
-            raise ValidationError(".".join([f"{field}.{cls.item_key}", *map(str, first["loc"])]),
-                                  first["msg"]) from None
-
-    @classmethod
-    def from_node(cls, props: Mapping[str, Any]) -> Precondition:
-        """The lenient reading of a node (default: the model's validation, else unreadable)."""
-        try:
-            return cls.model_validate({k: props.get(k) for k in cls.model_fields if k != "kind"
-                                       and props.get(k) is not None})  # type: ignore[return-value]
-        except PydanticValidationError as exc:
-            first = exc.errors(include_url=False, include_input=False)[0]
-            return UnreadablePrecondition(reason=f"{'.'.join(map(str, first['loc']))}: {first['msg']}")
-
-    @classmethod
-    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
-        """The lenient reading of a metadata item holding ``item_key`` (default: ``{item_key: {fields}}``)."""
-        value = item[cls.item_key]
-        try:
-            return cls.model_validate(value)  # type: ignore[return-value]
-        except PydanticValidationError as exc:
-            first = exc.errors(include_url=False, include_input=False)[0]
-            where = ".".join([cls.item_key, *map(str, first["loc"])])
-            return UnreadablePrecondition(reason=f"{where}: {first['msg']}")
-
-    def node(self) -> dict[str, Any]:
-        """The node properties of this record (default: its fields)."""
-        return self.model_dump(exclude={"kind"})
-
-    def item(self, typed: bool = False) -> Any:
-        """The ``metadata["precondition"]`` item of this record (default: ``{item_key: fields}``)."""
-        return {type(self).item_key: self.model_dump(exclude={"kind"})}
-
-    def blocking(self) -> str | None:
-        """Why this record cannot be enforced as written (its skill keeps blocking), or None."""
-        return None
-
-    def state_paths(self) -> tuple[str, ...] | None:
-        """The state paths a condition reads (None: unknown, so a pre-flight block is not cached)."""
-        return None
-
-    def canonical(self) -> _Entry:
-        """This record without what its evaluation ignores (equal records compile to equal rules)."""
-        return self
 
 
 class ToolPrecondition(_Entry):
@@ -225,56 +153,6 @@ class ToolPrecondition(_Entry):
 
     def blocking(self) -> str | None:
         return None if self.name is not None else f"tool: {tool_name_problem(self.tool)}"
-
-
-class AnyPrecondition(_Entry):
-    """Call any one of ``tools`` before the action."""
-
-    role: ClassVar[str] = "requirement"
-    item_key: ClassVar[str] = "any"
-    kind: Literal["any"] = "any"
-    tools: tuple[str, ...]
-
-    @property
-    def names(self) -> tuple[str, ...]:
-        """The bare identifiers among ``tools``, without repeats (empty: contributes nothing)."""
-        return tuple(dict.fromkeys(n for n in map(bare_identifier, self.tools) if n is not None))
-
-    @classmethod
-    def from_input(cls, item: Mapping[str, Any], field: str) -> AnyPrecondition:
-        _keys(field, item, {"kind", "any", "tools"})
-        tools = item.get("any", item.get("tools"))
-        if isinstance(tools, str) or not isinstance(tools, (list, tuple)) or not tools:
-            raise ValidationError(f"{field}.any", "must be a non-empty list of tool names")
-        return cls(tools=tuple(_tool_name(f"{field}.any[{i}]", t) for i, t in enumerate(tools)))
-
-    @classmethod
-    def from_node(cls, props: Mapping[str, Any]) -> Precondition:
-        return cls._group(props.get("tools"), "tools")
-
-    @classmethod
-    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
-        return cls._group(item["any"], "any")
-
-    @classmethod
-    def _group(cls, value: object, field: str) -> Precondition:
-        """A read group: unreadable (blocking) unless it is a list of strings holding a tool name."""
-        tools = _names(value)
-        if not tools:
-            return UnreadablePrecondition(reason=f"{field}: {value!r} is not a non-empty list of tool names")
-        entry = cls(tools=tools)
-        if not entry.names:
-            return UnreadablePrecondition(reason=f"{field}: {list(tools)!r} holds no tool name ({TOOL_NAME_RULE})")
-        return entry
-
-    def node(self) -> dict[str, Any]:
-        return {"tools": list(self.tools)}
-
-    def item(self, typed: bool = False) -> Any:
-        return {"any": list(self.tools)}
-
-    def blocking(self) -> str | None:
-        return None if self.names else f"tools: {list(self.tools)!r} holds no tool name ({TOOL_NAME_RULE})"
 
 
 class StatePrecondition(_Entry):
@@ -384,41 +262,17 @@ class TextPrecondition(_Entry):
         return {"text": self.text} if typed else self.text
 
 
-class UnreadablePrecondition(_Entry):
-    """A graph node that could not be read: never satisfied, so its skill keeps blocking."""
-
-    role: ClassVar[str] = "requirement"
-    item_key: ClassVar[str] = "unreadable"
-    writable: ClassVar[bool] = False
-    kind: Literal["unreadable"] = "unreadable"
-    reason: str
-
-    @classmethod
-    def from_input(cls, item: Mapping[str, Any], field: str) -> Precondition:
-        raise ValidationError(field, f"cannot write an unreadable precondition ({item.get('reason')})")
-
-    @classmethod
-    def from_item(cls, item: Mapping[str, Any]) -> Precondition | None:
-        return cls(reason=str(item["unreadable"]))
-
-    def node(self) -> dict[str, Any]:
-        return {}
-
-    def item(self, typed: bool = False) -> Any:
-        return {"unreadable": self.reason}
-
-    def blocking(self) -> str | None:
-        return self.reason
-
-
 Precondition = Annotated[
-    ToolPrecondition | AnyPrecondition | StatePrecondition | TextPrecondition | UnreadablePrecondition,
+    ToolPrecondition | AnyPrecondition | StatePrecondition | TextPrecondition | FactPrecondition | CheckPrecondition
+    | LimitPrecondition | UnreadablePrecondition,
     Field(discriminator="kind"),
 ]
 """One precondition entry of a skill: a record of one registered kind (the built-in ones are listed;
 a kind registered later is an ``_Entry`` subclass the same way)."""
 
-NODE_COLUMNS: Final = ("tool", "same_args", "within", "tools", "path", "op", "value", "if_missing", "text")
+NODE_COLUMNS: Final = ("tool", "same_args", "within", "tools", "path", "op", "value", "if_missing", "text",
+                       "same_args_from", "where", "latest", "voided_by", "message", "alternatives", "max_calls",
+                       "max_sum", "sum", "per", "window")
 """The properties of a ``:Precondition`` node (besides ``kind`` and ``position``): every write stores, and
 every read projects, exactly these; a kind keeps its content in them."""
 
@@ -450,21 +304,14 @@ def unregister_kind(kind: str) -> None:
         KINDS.pop(kind, None)
 
 
-for _model in (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition, UnreadablePrecondition):
+for _model in (ToolPrecondition, AnyPrecondition, StatePrecondition, TextPrecondition, FactPrecondition,
+               CheckPrecondition, LimitPrecondition, UnreadablePrecondition):
     register_kind(_model)
 _BUILT_IN: Final = frozenset(KINDS)
 
 
 def _writable() -> list[str]:
     return [kind for kind, model in KINDS.items() if model.writable]
-
-
-def _names(value: object) -> tuple[str, ...] | None:
-    if value is None:
-        return ()
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        return None
-    return tuple(value) if all(isinstance(v, str) for v in value) else None
 
 
 # --- writes: strict, every error names its field ------------------------------------
@@ -482,12 +329,6 @@ def string_entry(item: str, field: str | None) -> ToolPrecondition | TextPrecond
         raise ValidationError(field, f"{item!r} reads both as a tool name and as a sentence: write "
                                      f'{{"tool": {item.strip()!r}}} or {{"text": {item!r}}}')
     return ToolPrecondition(tool=item.strip())
-
-
-def _keys(field: str, item: Mapping[str, Any], allowed: set[str]) -> None:
-    extra = sorted(str(k) for k in set(item) - allowed)
-    if extra:
-        raise ValidationError(field, f"unknown keys {extra} (allowed: {sorted(allowed)})")
 
 
 def _state_input(field: str, state: object) -> StatePrecondition:
@@ -531,7 +372,7 @@ def precondition_from_input(item: object, field: str) -> Precondition:
     """
     if isinstance(item, _Entry):
         if not type(item).writable:
-            return type(item).from_input(item.model_dump(), field)
+            return type(item).from_input(item.model_dump(), field)  # type: ignore[return-value]  # a registered kind's record
         return precondition_from_input(item.item(typed=True), field)
     if isinstance(item, str):
         return string_entry(_text(field, item), field)
@@ -550,11 +391,12 @@ def precondition_from_input(item: object, field: str) -> Precondition:
     model = KINDS.get(kind) if isinstance(kind, str) else None
     if model is None or not model.writable:
         raise ValidationError(f"{field}.kind", f"must be one of {', '.join(writable)}; got {kind!r}")
-    return model.from_input(item, field)
+    return model.from_input(item, field)  # type: ignore[return-value]  # a registered kind's record
 
 
-_SHAPES: Final = {"tool": '{"tool": name}', "any": '{"any": [names]}', "state": '{"state": {path, op, value}}',
-                  "text": '{"text": ...}'}
+_SHAPES: Final = {"tool": '{"tool": name}', "any": '{"any": [names, facts, checks]}',
+                  "state": '{"state": {path, op, value}}', "text": '{"text": ...}', "fact": '{"fact": {tool, where?}}',
+                  "check": '{"check": {where}}', "limit": '{"limit": {max_calls, per?}}'}
 
 
 def precondition_nodes(value: object) -> list[dict[str, Any]]:

@@ -1,0 +1,263 @@
+"""Deciding the rules over results, arguments and counts: fact, check, any-of and limit (pure).
+
+Each requirement's outcome is one of:
+
+* ``met``: it holds;
+* ``missing``: an earlier call it needs was not made (the model can make it, then retry);
+* ``refused``: it cannot hold for this call, whatever the model calls next ("not allowed");
+* ``error``: an expression could not be evaluated (fails closed, saying why).
+
+CEL variables: ``args`` (the action call's arguments), ``result`` and ``call`` (an
+earlier call's parsed result and arguments), ``state`` (JSON-like values of the
+turn's state; missing = ``{}``), ``now`` (a UTC timestamp).
+
+Example:
+    >>> from datetime import datetime, timezone
+    >>> from symfonic_graph.rules.events import CallResult, History
+    >>> from symfonic_graph.shape.rule_kinds import FactPrecondition
+    >>> fact = FactPrecondition(tool="get_order", same_args=(("order_id", "order_id"),),
+    ...                         where='result.status == "pending"', message="Only pending orders can be cancelled.")
+    >>> history = History((CallResult("get_order", {"order_id": "7"}, False, 1, '{"status": "delivered"}'),), 1)
+    >>> now = datetime(2024, 5, 15, tzinfo=timezone.utc)
+    >>> fact_outcome(fact, {"order_id": "7"}, history, Bindings({}, now))
+    Outcome(status='refused', detail='Only pending orders can be cancelled.')
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from symfonic_graph.rules.events import CallResult, History
+from symfonic_graph.rules.preconditions import same_arguments
+from symfonic_graph.shape.expressions import Expression, ExpressionError, bindable, evaluate, evaluate_bool
+from symfonic_graph.shape.names import bare_identifier
+from symfonic_graph.shape.rule_kinds import AnyPrecondition, CheckPrecondition, FactPrecondition, LimitPrecondition
+
+__all__ = ["Bindings", "Outcome", "any_outcome", "check_outcome", "fact_outcome", "limit_outcome", "utc_now"]
+
+log = logging.getLogger("symfonic_graph.gate")
+
+Status = Literal["met", "missing", "refused", "error"]
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """A requirement's outcome for one call, and what to tell the model (a phrase, a message, or why)."""
+
+    status: Status
+    detail: str = ""
+
+
+MET = Outcome("met")
+
+
+def utc_now() -> datetime:
+    """The current time, in UTC (the gate's clock unless a ``now`` is given)."""
+    return datetime.now(UTC)
+
+
+class Bindings:
+    """What the expressions of one decision read besides ``args``: the state and the clock (converted once)."""
+
+    __slots__ = ("_state", "now", "raw_state")
+
+    def __init__(self, state: object, now: datetime) -> None:
+        self.raw_state = state
+        self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
+        self._state: Any = None
+
+    @property
+    def state(self) -> Any:
+        if self._state is None:
+            value = bindable(self.raw_state) if isinstance(self.raw_state, Mapping) else None
+            self._state = value if isinstance(value, dict) else {}
+        return self._state
+
+
+def _vars(expression: Expression, bindings: Bindings, args: object, result: CallResult | None) -> dict[str, Any]:
+    names = expression.names
+    out: dict[str, Any] = {}
+    if "args" in names:
+        out["args"] = bindable(args) if isinstance(args, Mapping) else {}
+    if "now" in names:
+        out["now"] = bindings.now
+    if "state" in names:
+        out["state"] = bindings.state
+    if result is not None:
+        if "result" in names:
+            out["result"] = bindable(result.content)
+        if "call" in names:
+            out["call"] = bindable(result.args) if isinstance(result.args, Mapping) else {}
+    return out
+
+
+def _holds(expression: Expression, bindings: Bindings, args: object, result: CallResult | None) -> bool | str:
+    """True or False, or why it could not be evaluated."""
+    try:
+        return evaluate_bool(expression, _vars(expression, bindings, args, result))
+    except ExpressionError as exc:
+        return str(exc)
+
+
+def _pairs_match(pairs: Sequence[tuple[str, str]], args: Mapping[str, Any] | None,
+                 earlier: Mapping[str, Any] | None) -> bool:
+    if not pairs:
+        return True
+    if args is None or earlier is None:
+        return False
+    for ours, theirs in pairs:
+        if ours not in args or theirs not in earlier:
+            return False
+        if not same_arguments(["v"], {"v": args[ours]}, {"v": earlier[theirs]}):
+            return False
+    return True
+
+
+def _voided(entry: FactPrecondition, index: int, results: Sequence[CallResult]) -> bool:
+    """A later successful call of a ``voided_by`` tool cancels the call at ``index`` (same ``same_args`` values)."""
+    earlier = results[index]
+    voiders = {bare_identifier(t) for t in entry.voided_by}
+    for later in results[index + 1:]:
+        if later.failed or later.name not in voiders:
+            continue
+        mine, theirs = earlier.args or {}, later.args or {}
+        if all(mine.get(name) == theirs.get(name) for _, name in entry.same_args
+               if name in mine and name in theirs):
+            return True
+    return False
+
+
+def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History) -> list[CallResult]:
+    """The earlier successful calls of the fact's tool it may be met by (window, ``same_args``, voids, ``latest``)."""
+    name = bare_identifier(entry.tool)
+    results = history.results
+    found: list[CallResult] = []
+    for index, result in enumerate(results):
+        if result.name != name or result.failed:
+            continue
+        if entry.within == "user_turn" and result.user_turn < history.user_turn:
+            continue
+        if not _pairs_match(entry.same_args, args, result.args):
+            continue
+        if entry.voided_by and _voided(entry, index, results):
+            if not entry.latest:
+                continue
+            found.append(_VOID)
+            continue
+        found.append(result)
+    if entry.latest and found:
+        found = found[-1:]
+    return [r for r in found if r is not _VOID]
+
+
+_VOID = CallResult("", None, True, 0)  # a voided call kept in place so that ``latest`` sees it was the latest
+
+
+def fact_outcome(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History,
+                 bindings: Bindings) -> Outcome:
+    """Whether an earlier successful call of the fact's tool satisfies it."""
+    candidates = fact_candidates(entry, args, history)
+    if not candidates:
+        return Outcome("missing", fact_phrase(entry))
+    expression = entry.expression
+    if expression is None:
+        return MET
+    why: str | None = None
+    for result in reversed(candidates):
+        held = _holds(expression, bindings, args, result)
+        if held is True:
+            return MET
+        if held is not False and why is None:
+            why = held
+    if why is not None:
+        return Outcome("error", f"`{entry.where}` could not be evaluated ({why})")
+    return Outcome("refused", entry.message or f"`{entry.tool}` shows the action is not allowed "
+                                                f"(`{entry.where}` is false)")
+
+
+def check_outcome(entry: CheckPrecondition, args: Mapping[str, Any] | None, bindings: Bindings) -> Outcome:
+    """Whether the check's expression holds over the action's arguments, the state and the clock."""
+    held = _holds(entry.expression, bindings, args, None)
+    if held is True:
+        return MET
+    if held is False:
+        return Outcome("refused", entry.message or f"`{entry.where}` is false for this call")
+    return Outcome("error", f"`{entry.where}` could not be evaluated ({held})")
+
+
+def any_outcome(entry: AnyPrecondition, args: Mapping[str, Any] | None, history: History, bindings: Bindings,
+                *, count_failed: bool = False) -> Outcome:
+    """One alternative holds; else missing when a further call could still meet one, else refused or error."""
+    missing: list[str] = []
+    refused: list[str] = []
+    errors: list[str] = []
+    called = history.called(count_failed=count_failed)
+    for name in entry.names:
+        if name in called:
+            return MET
+        missing.append(name)
+    for alternative in entry.alternatives:
+        if alternative.blocking() is not None:
+            errors.append(f"a misconfigured alternative ({alternative.blocking()})")
+            continue
+        if isinstance(alternative, FactPrecondition):
+            outcome = fact_outcome(alternative, args, history, bindings)
+        else:
+            outcome = check_outcome(alternative, args, bindings)
+        if outcome.status == "met":
+            return MET
+        {"missing": missing, "refused": refused, "error": errors}[outcome.status].append(outcome.detail)
+    if missing:
+        return Outcome("missing", " or ".join(dict.fromkeys(missing)))
+    if errors:
+        return Outcome("error", "; ".join(dict.fromkeys(errors)))
+    return Outcome("refused", " Or: ".join(dict.fromkeys(refused)))
+
+
+def limit_outcome(entry: LimitPrecondition, tool: str, args: Mapping[str, Any] | None, history: History,
+                  bindings: Bindings, in_flight: Sequence[Mapping[str, Any] | None] = ()) -> Outcome:
+    """The conversation's count (or sum) of the action's successful runs, with the calls already allowed in
+    this batch (``in_flight``), stays within the limit with this call.
+
+    A ``namespace`` or ``tenant`` limit is counted in the store (``TurnMemory`` reserves a slot); decided
+    here (replay, ``explain``) it counts the conversation only.
+    """
+    runs: list[Mapping[str, Any] | None] = [r.args for r in history.results if r.name == tool and not r.failed]
+    runs.extend(in_flight)
+    message = entry.message
+    if entry.max_calls is not None and len(runs) + 1 > entry.max_calls:
+        return Outcome("refused", message or f"`{tool}` may run at most {entry.max_calls} time(s) per "
+                                             f"{entry.per}; it ran {len(runs)} time(s)")
+    expression = entry.expression
+    if expression is None or entry.max_sum is None:
+        return MET
+    total = 0.0
+    for run in [*runs, args]:
+        try:
+            value = evaluate(expression, _vars(expression, bindings, run, None))
+        except ExpressionError as exc:
+            return Outcome("error", f"`{entry.sum}` could not be evaluated ({exc})")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            return Outcome("error", f"`{entry.sum}` could not be evaluated (it gave {type(value).__name__}, "
+                                    "not a number)")
+        total += float(value)
+    if total > entry.max_sum:
+        return Outcome("refused", message or f"the sum of `{entry.sum}` over `{tool}`'s runs would be {total:g}, "
+                                             f"over {entry.max_sum:g} per {entry.per}")
+    return MET
+
+
+def fact_phrase(entry: FactPrecondition, *, quote: str = "") -> str:
+    """How a fact is named when it asks for a call: ``get_order (same order_id)``."""
+    q = quote
+    phrase = f"{q}{entry.tool}{q}"
+    if entry.same_args:
+        phrase += " (same " + ", ".join(f"{q}{a}{q}" if a == b else f"{q}{a}{q} as its {q}{b}{q}"
+                                        for a, b in entry.same_args) + ")"
+    if entry.within == "user_turn":
+        phrase += " (after the user's latest message)"
+    return phrase
