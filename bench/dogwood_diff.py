@@ -70,10 +70,10 @@ USERS = ("u1", "u2")
 RESERVATIONS = ("R1", "R2", "R3")
 
 
-def cedar_schema() -> str:
-    """The Cedar action schema of ``TOOLS``: one action per tool, its arguments as ``input``, result as ``output``."""
+def cedar_schema(tools: Mapping[str, Tool] = TOOLS) -> str:
+    """The Cedar action schema of ``tools``: one action per tool, its arguments as ``input``, result as ``output``."""
     lines = ["namespace Agent {", "  entity Gateway;", "  entity User;"]
-    for tool in TOOLS.values():
+    for tool in tools.values():
         fields_in = ", ".join(f"{k}: {v}" for k, v in tool.inputs.items())
         fields_out = ", ".join(f"{k}: {v}" for k, v in tool.outputs.items())
         lines += [f"  type {tool.action}In = {{ {fields_in} }};", f"  type {tool.action}Out = {{ {fields_out} }};",
@@ -161,10 +161,12 @@ def _cedar(value: Any) -> str:
     raise TypeError(f"no Cedar literal for {value!r}")
 
 
-def dogwood_trace(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[int, str]]:
+def dogwood_trace(messages: Sequence[Mapping[str, Any]], tools: Mapping[str, Tool] = TOOLS
+                  ) -> tuple[str, dict[int, str]]:
     """The Dogwood trace of a conversation, and each request's timestamp -> its call id.
 
-    The clock is the event's index in seconds (all windows are 24 h, so time never decides).
+    The clock is the event's index in seconds (all windows are 24 h, so time never decides). Arguments and
+    results carry the fields the tool's schema declares.
     """
     lines: list[str] = []
     requests: dict[int, str] = {}
@@ -173,7 +175,8 @@ def dogwood_trace(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[int,
     for message in messages:
         if message["role"] == "assistant":
             for call in message.get("tool_calls", ()):
-                ts, tool, args = len(lines), TOOLS[call["name"]], call["args"]
+                ts, tool = len(lines), tools[call["name"]]
+                args = {k: v for k, v in call["args"].items() if k in tool.inputs}
                 calls[call["id"]] = call
                 requests[ts] = call["id"]
                 lines.append(f'@{ts} scope(principal: Agent::User::"agent", resource: Agent::Gateway::"g") '
@@ -182,12 +185,14 @@ def dogwood_trace(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[int,
                              f'requestId: "{call["id"]}")')
         elif message["role"] == "tool":
             call = calls[message["tool_call_id"]]
-            ts, tool, args = len(lines), TOOLS[call["name"]], call["args"]
+            ts, tool = len(lines), tools[call["name"]]
+            args = {k: v for k, v in call["args"].items() if k in tool.inputs}
             if message.get("status") == "error":
                 lines.append(f'@{ts} Agent::Action::"{tool.action}"::error(input: {_cedar(args)}, {tail}, '
                              f'requestId: "{call["id"]}")')
             else:
-                output = json.loads(message["content"])
+                parsed = json.loads(message["content"])
+                output = {k: v for k, v in parsed.items() if k in tool.outputs}
                 lines.append(f'@{ts} Agent::Action::"{tool.action}"::response(input: {_cedar(args)}, '
                              f'output: {_cedar(output)}, {tail}, requestId: "{call["id"]}")')
     return "\n".join(lines), requests
@@ -196,11 +201,12 @@ def dogwood_trace(messages: Sequence[Mapping[str, Any]]) -> tuple[str, dict[int,
 _VERDICT = re.compile(r"@(\d+) \(time point \d+\): (true|false)")
 
 
-def dogwood_decisions(policy: str, schema: str, messages: Sequence[Mapping[str, Any]]) -> dict[str, bool]:
+def dogwood_decisions(policy: str, schema: str, messages: Sequence[Mapping[str, Any]],
+                      tools: Mapping[str, Tool] = TOOLS) -> dict[str, bool]:
     """Dogwood's verdict (allowed?) on every tool call of the conversation, by call id."""
     from dogwood import native
 
-    trace, requests = dogwood_trace(messages)
+    trace, requests = dogwood_trace(messages, tools)
     verdicts = {}
     for line in native.replay(policy, schema, trace).splitlines():
         match = _VERDICT.fullmatch(line.strip())
@@ -230,8 +236,13 @@ def our_decisions(skills: Sequence[Mapping[str, Any]], messages: Sequence[Mappin
 # --- scenarios --------------------------------------------------------------------------------
 
 
+def camel(name: str) -> str:
+    """A tool's Dogwood action name: ``get_order_details`` -> ``GetOrderDetails``."""
+    return "".join(part[:1].upper() + part[1:] for part in name.split("_"))
+
+
 def _action(tool: str) -> str:
-    return f'Agent::Action::"{TOOLS[tool].action}"'
+    return f'Agent::Action::"{camel(tool)}"'
 
 
 def formerly(tool: str, same: Sequence[str] | Mapping[str, str] = (), output: Mapping[str, Any] | None = None,
@@ -404,6 +415,124 @@ def scenarios() -> list[Scenario]:
     return base_scenarios() + result_scenarios()
 
 
+# --- tau-bench's airline and retail tasks -----------------------------------------------------------
+
+_TAU_READS = {"get_reservation_details", "get_user_details", "get_order_details"}
+
+
+def tau_rules(domain: str) -> tuple[dict[str, Tool], Scenario]:
+    """The clauses of a tau-bench domain's policy that both can express, as skills and as a Dogwood policy.
+
+    Airline: a reservation is read (same id) before it is cancelled or its passengers changed; bags are
+    only added (the read's ``total_baggages`` at most the new count); a basic economy reservation's
+    flights are not changed; a user is read before a booking or a certificate. Retail: an order is read
+    (same id) before it is cancelled or modified (status pending) or returned or exchanged (delivered).
+    """
+    rid, oid = ["reservation_id"], ["order_id"]
+    if domain == "airline":
+        tools = {"get_reservation_details": Tool("GetReservationDetails", {"reservation_id": "String"},
+                                                 {"reservation_id": "String", "cabin": "String",
+                                                  "total_baggages": "Long"}),
+                 "get_user_details": Tool("GetUserDetails", {"user_id": "String"}, {}),
+                 "update_reservation_baggages": Tool("UpdateReservationBaggages",
+                                                     {"reservation_id": "String", "total_baggages": "Long"}, {}),
+                 "cancel_reservation": Tool("CancelReservation", {"reservation_id": "String"}, {}),
+                 "update_reservation_passengers": Tool("UpdateReservationPassengers",
+                                                       {"reservation_id": "String"}, {}),
+                 "update_reservation_flights": Tool("UpdateReservationFlights", {"reservation_id": "String"}, {}),
+                 "book_reservation": Tool("BookReservation", {"user_id": "String"}, {}),
+                 "send_certificate": Tool("SendCertificate", {"user_id": "String"}, {})}
+        read = {"tool": "get_reservation_details", "same_args": rid}
+        user = {"fact": {"tool": "get_user_details", "same_args": ["user_id"]}}
+        skills = (skill("cancel_reservation", {"fact": read}),
+                  skill("update_reservation_passengers", {"fact": read}),
+                  skill("update_reservation_baggages",
+                        {"fact": {**read, "where": "result.total_baggages <= args.total_baggages"}}),
+                  skill("update_reservation_flights", {"fact": {**read, "where": 'result.cabin != "basic_economy"'}}),
+                  skill("book_reservation", user), skill("send_certificate", user))
+        head = pattern("get_reservation_details", rid)[:-2]
+        policy = "\n".join([
+            permit("cancel_reservation", [formerly("get_reservation_details", rid)]),
+            permit("update_reservation_passengers", [formerly("get_reservation_details", rid)]),
+            permit("update_reservation_baggages", [f"exists (x: Long). (formerly within {WINDOW} {head}, "
+                                                   "output.total_baggages: x } && x <= context.input.total_baggages)"]),
+            permit("update_reservation_flights", [f"exists (c: String). (formerly within {WINDOW} {head}, "
+                                                  'output.cabin: c } && c != "basic_economy")']),
+            permit("book_reservation", [formerly("get_user_details", ["user_id"])]),
+            permit("send_certificate", [formerly("get_user_details", ["user_id"])])])
+    else:
+        tools = {"get_order_details": Tool("GetOrderDetails", {"order_id": "String"},
+                                           {"order_id": "String", "status": "String"})}
+        pending = {"fact": {"tool": "get_order_details", "same_args": oid, "where": 'result.status == "pending"'}}
+        delivered = {"fact": {"tool": "get_order_details", "same_args": oid, "where": 'result.status == "delivered"'}}
+        writes = {"cancel_pending_order": ("pending", pending), "modify_pending_order_items": ("pending", pending),
+                  "modify_pending_order_address": ("pending", pending),
+                  "modify_pending_order_payment": ("pending", pending),
+                  "return_delivered_order_items": ("delivered", delivered),
+                  "exchange_delivered_order_items": ("delivered", delivered)}
+        skills = tuple(skill(tool, rule) for tool, (_, rule) in writes.items())
+        policy = "\n".join(permit(tool, [formerly("get_order_details", oid, {"status": status})])
+                           for tool, (status, _) in writes.items())
+        for tool in writes:
+            tools[tool] = Tool(camel(tool), {"order_id": "String"}, {})
+    return tools, Scenario(f"tau-bench {domain}", ("fact", "same_args", "where"), skills, policy)
+
+
+def _tau_variants(task: Any, guarded: set[str]) -> Iterator[list[tuple[str, dict[str, Any]]]]:
+    """The ground-truth actions, and copies that break them: a read dropped, a write on another id."""
+    actions = [(a.name, dict(a.args)) for a in task.actions]
+    yield actions
+    for k, (name, _) in enumerate(actions):
+        if name in _TAU_READS and any(n in guarded for n, _ in actions[k + 1:]):
+            yield actions[:k] + actions[k + 1:]
+    for k, (name, args) in enumerate(actions):
+        if name not in guarded:
+            continue
+        for key in ("reservation_id", "order_id", "user_id"):
+            if key in args:
+                other = [a for a in actions[:k] if a[0] in _TAU_READS and key in a[1] and a[1][key] != args[key]]
+                swapped = other[0][1][key] if other else args[key][:-1] + "0"
+                yield [*actions[:k], (name, {**args, key: swapped}), *actions[k + 1:]]
+        if "total_baggages" in args and args["total_baggages"] > 0:
+            yield [*actions[:k], (name, {**args, "total_baggages": 0}), *actions[k + 1:]]
+
+
+def tau_conversations(domain: str) -> tuple[dict[str, Tool], Scenario, list[list[dict[str, Any]]]] | None:
+    """Each task's ground truth and its broken copies, run on the shipped tools and data; None without tau-bench."""
+    try:
+        from bench._tau import load_domain, tau_bench_root
+    except ImportError:
+        return None
+    root = tau_bench_root()
+    if root is None:
+        return None
+    loaded = load_domain(root, domain)
+    tools, scenario = tau_rules(domain)
+    guarded = {s["metadata"]["action_tool"] for s in scenario.skills}
+    for name in loaded.tools:
+        tools.setdefault(name, Tool(camel(name), {}, {}))
+    from bench._tau import Action
+
+    conversations = []
+    for t, task in enumerate(loaded.tasks):
+        for v, actions in enumerate(_tau_variants(task, guarded)):
+            data = loaded.data()
+            messages: list[dict[str, Any]] = [{"role": "user", "content": task.instruction}]
+            for k, (name, args) in enumerate(actions):
+                call_id = f"{domain}{t}_{v}_{k}"
+                text, failed = loaded.call(data, Action(name, args))
+                messages.append({"role": "assistant", "content": "",
+                                 "tool_calls": [{"id": call_id, "name": name, "args": args}]})
+                answer = {"role": "tool", "tool_call_id": call_id, "name": name, "content": text}
+                if failed:
+                    answer["status"] = "error"
+                elif not text.startswith("{"):
+                    answer["content"] = json.dumps({"text": text})
+                messages.append(answer)
+            conversations.append(messages)
+    return tools, scenario, conversations
+
+
 # --- the run -----------------------------------------------------------------------------------
 
 
@@ -417,15 +546,16 @@ class Tally:
     examples: list[tuple[list[dict[str, Any]], str]] = dataclasses.field(default_factory=list)
 
 
-def compare(scenario: Scenario, conversations: Iterator[list[dict[str, Any]]], schema: str) -> Tally:
+def compare(scenario: Scenario, conversations: Iterator[list[dict[str, Any]]], schema: str,
+            tools: Mapping[str, Tool] = TOOLS) -> Tally:
     guarded = {s["metadata"]["action_tool"] for s in scenario.skills}
     tally = Tally()
     for messages in conversations:
         ours = our_decisions(scenario.skills, messages, count_failed_calls=scenario.count_failed_calls)
-        theirs = dogwood_decisions(scenario.policy, schema, messages)
-        tools = {c["id"]: c["name"] for m in messages for c in m.get("tool_calls", ())}
+        theirs = dogwood_decisions(scenario.policy, schema, messages, tools)
+        names = {c["id"]: c["name"] for m in messages for c in m.get("tool_calls", ())}
         for call_id, allowed in ours.items():
-            if tools[call_id] not in guarded:
+            if names[call_id] not in guarded:
                 continue
             tally.decisions += 1
             tally.allowed += allowed
@@ -563,6 +693,28 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(f"    by kind: {dict(tally.labels)}")
             messages, call_id = tally.examples[0]
             print(f"    e.g. call {call_id} of {[_brief(m) for m in messages]}")
+    for domain in ("airline", "retail"):
+        if opts.only and opts.only not in f"tau-bench {domain}":
+            continue
+        found = tau_conversations(domain)
+        if found is None:
+            print(f"tau-bench {domain}: not found (set SYMFONIC_TAU_BENCH), skipped")
+            continue
+        tools, scenario, conversations = found
+        tau_schema = cedar_schema(tools)
+        errors = validate(scenario, tau_schema)
+        if errors:
+            print(f"{scenario.name}: Dogwood's validator refuses the policy: {errors}")
+            continue
+        tally = compare(scenario, iter(conversations), tau_schema, tools)
+        total += tally.decisions
+        agree += tally.agree
+        print(f"{scenario.name + f' ({len(conversations)} runs)':45} {', '.join(scenario.kinds):38}"
+              f" {tally.decisions:9} {tally.allowed:7} {tally.agree:7}"
+              f" {tally.disagreements[(True, False)]:24} {tally.disagreements[(False, True)]:24}")
+        if tally.disagreements:
+            messages, call_id = tally.examples[0]
+            print(f"    UNEXPECTED, e.g. call {call_id} of {[_brief(m)[:80] for m in messages]}")
     print(f"{'all':84} {total:9} {'':7} {agree:7}")
     timing(schema, opts.repeat)
 
