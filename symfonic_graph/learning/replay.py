@@ -41,7 +41,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import logging
 import re
 from collections.abc import Iterable
@@ -52,6 +51,7 @@ from typing import Any, Final, Literal
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.rules._messages import GATE_CONTENT_MARKER, HistoryReader
 from symfonic_graph.rules.gate import GateDecision, decide_call
+from symfonic_graph.rules.policy import Bindings, utc_now
 from symfonic_graph.rules.ruleset import Rule, SkillCheck, rules_of
 
 __all__ = ["ReplayDecision", "ReplayReport", "RuleReplay", "first_sentence", "replay"]
@@ -60,7 +60,6 @@ MAX_TRACE_IDS: Final = 10
 
 log = logging.getLogger("symfonic_graph.replay")  # the logger's name is a contract (docs/observability.md)
 
-_GATE_TAKES_NOW: Final = "now" in inspect.signature(decide_call).parameters
 _SENTENCE: Final = re.compile(r"^(.*?[.!?])(?=\s|$)", re.DOTALL)
 
 
@@ -170,14 +169,11 @@ def _checks(candidates: tuple[Rule, ...], decision: GateDecision) -> list[tuple[
     return list(zip(kept, decision.matched, strict=True))
 
 
-def _gate_options(now: datetime | None) -> dict[str, Any]:
-    if now is None:
-        return {}
-    if not isinstance(now, datetime) or now.tzinfo is None:
-        raise ValidationError("now", "must be a timezone-aware datetime")
-    if not _GATE_TAKES_NOW:  # pragma: no cover - only before the gate reads the time
-        raise ValidationError("now", "this version of the gate does not read the time; replay without it")
-    return {"now": now}
+def _bindings(state: object, now: datetime | None) -> Bindings:
+    """What every decision of the replay reads besides the call: the state, and one clock for the whole replay."""
+    if now is not None and not isinstance(now, datetime):
+        raise ValidationError("now", f"must be a datetime, got {type(now).__name__}")
+    return Bindings(state, utc_now() if now is None else now)  # a zone-less datetime is UTC, as in the gate
 
 
 def _decision(
@@ -207,7 +203,7 @@ def replay(
         skills: the rules, in catalog order (skills, or a ``RuleSet``).
         state: the state the rules' state predicates see (default: an empty state, as a turn without one).
         count_failed_calls: count a failed earlier result as a call, as the gate option of that name.
-        now: the time the rules' expressions see (timezone-aware; None = the current time).
+        now: the time the rules' expressions see, for every call (zone-less: UTC; None = the time replay starts).
         decisions: list every blocked or would-be blocked call in ``ReplayReport.decisions``.
 
     Returns:
@@ -215,11 +211,11 @@ def replay(
         (but for ``decisions``, one small record per blocked call).
 
     Raises:
-        ValidationError: ``now`` is not a timezone-aware datetime.
+        ValidationError: ``now`` is not a datetime.
     """
-    options = _gate_options(now)
     ruleset = rules_of(skills)
     state = state if state is not None else {}
+    bindings = _bindings(state, now)
     guarded: list[Rule] = [rule for rule in ruleset.rules if rule.action_tool is not None]
     tallies: dict[int, _Tally] = {id(rule): _Tally() for rule in guarded}
     listed: list[ReplayDecision] = []
@@ -235,6 +231,7 @@ def replay(
             calls = reader.feed(message)  # an AI message adds no call made: the history is the one before it
             if calls:
                 history = reader.history()
+                allowed: dict[str, list[Any]] = {}  # calls of each tool allowed earlier in this batch, as in the gate
                 for call in calls:
                     index += 1
                     candidates = ruleset.for_tool(call.name)
@@ -242,9 +239,12 @@ def replay(
                         continue
                     for rule in candidates:
                         tallies[id(rule)].checked += 1
+                    earlier = allowed.setdefault(call.name, [])
                     decision = decide_call(ruleset, call, history, state, filtered=True,
-                                           count_failed=count_failed_calls, enforce_shadow=True, **options)
+                                           count_failed=count_failed_calls, enforce_shadow=True,
+                                           bindings=bindings, in_flight=tuple(earlier))
                     if decision.blocking is None:
+                        earlier.append(call.args)
                         continue
                     failing = [(r, c) for r, c in _checks(candidates, decision) if not c.satisfied]
                     for rule, _ in failing:

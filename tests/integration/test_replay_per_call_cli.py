@@ -72,3 +72,26 @@ async def test_replay_json_lists_blocked_calls_and_blocks_alone_from_a_gzip_file
     for command in (["rules", "replay"], ["rules", "mine"]):
         refused = run_cli_on(neo4j_settings, *command, str(broken), *t)
         assert refused.returncode == 2 and "broken.jsonl.gz: not a valid gzip file" in refused.stderr
+
+
+async def test_replay_now_is_the_time_the_rules_see(
+    store: GraphMemoryStore, scope: MemoryScope, forget: list[str], neo4j_settings: Neo4jSettings, tmp_path: Path
+) -> None:
+    season = await ProceduralLayer(store).seed_authored_skill(
+        scope, label="Season", steps=["buy"], source_tag="authored:t", action_tool="buy",
+        precondition=[{"check": {"where": 'now < timestamp("2026-06-01T00:00:00Z")',
+                                 "message": "Sales close at the end of May. Tell the customer."}}])
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps([{"id": "late", "messages": _conv([("c1", "buy")])}]))
+    t = ["--tenant", scope.tenant_id, "--json"]
+
+    def decisions(now: str) -> list[Any]:
+        result = run_cli_on(neo4j_settings, "rules", "replay", str(path), *t, "--now", now)
+        assert result.returncode == 0, result.stderr
+        return list(json.loads(result.stdout)["decisions"])
+
+    assert decisions("2026-05-31T23:59:59Z") == []
+    blocked = [{"trace": "late", "call_id": "c1", "index": 0, "tool": "buy", "rules": [season.id], "mode": "enforce",
+                "reason": "Not allowed: Sales close at the end of May."}]
+    assert decisions("2026-06-01T00:00:00") == blocked  # zone-less: UTC
+    assert decisions("2026-06-01T01:30:00+02:00") == []  # 23:30 UTC on May 31

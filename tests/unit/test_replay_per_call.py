@@ -9,7 +9,7 @@ import pytest
 
 from symfonic_graph import Trace, replay
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.learning.replay import _GATE_TAKES_NOW, ReplayDecision, first_sentence
+from symfonic_graph.learning.replay import ReplayDecision, first_sentence
 from tests._skills import skill
 
 
@@ -73,14 +73,31 @@ def test_a_mined_rule_and_a_hand_written_one_compare_call_for_call() -> None:
     assert [(r.skill_id, r.blocked, r.blocked_alone) for r in report.rules] == [("s-login", 4, 4), ("mined", 0, 4)]
 
 
-def test_now_must_be_timezone_aware() -> None:
-    with pytest.raises(ValidationError, match="now: must be a timezone-aware datetime"):
-        replay([], [LOGIN], now=datetime(2026, 1, 1))  # a naive datetime: the point of the test
+SEASON = skill("buy", [{"check": {"where": 'now < timestamp("2026-06-01T00:00:00Z")',
+                                   "message": "Sales close at the end of May. Tell the customer."}}],
+               label="Season", id="s-season")
 
 
-@pytest.mark.skipif(not _GATE_TAKES_NOW, reason="the gate does not read the time yet")
-def test_now_reaches_the_gate() -> None:
-    assert replay([], [LOGIN], now=datetime(2026, 1, 1, tzinfo=UTC)).traces == 0
+def test_now_is_the_time_the_rules_see() -> None:
+    trace = Trace("t", _conv([("a", "buy")]))
+    assert replay([trace], [SEASON], now=datetime(2026, 5, 31, 23, 59, tzinfo=UTC), decisions=True).decisions == []
+    [late] = replay([trace], [SEASON], now=datetime(2026, 6, 1, tzinfo=UTC), decisions=True).decisions
+    assert (late.rules, late.mode, late.reason) == (("s-season",), "enforce",
+                                                    "Not allowed: Sales close at the end of May.")
+    # a zone-less datetime is UTC, as in the gate
+    assert replay([trace], [SEASON], now=datetime(2026, 6, 1), decisions=True).decisions == [late]
+    with pytest.raises(ValidationError, match="now: must be a datetime"):
+        replay([trace], [SEASON], now="2026-06-01")  # type: ignore[arg-type]
+
+
+def test_a_limit_counts_the_calls_allowed_earlier_in_the_same_batch_as_the_gate_does() -> None:
+    once = skill("buy", [{"limit": {"max_calls": 1, "per": "conversation", "message": "One buy per conversation."}}],
+                 label="Once", id="s-once")
+    batch = Trace("batch", _conv([("a", "buy"), ("b", "buy")]))
+    turns = Trace("turns", _conv([("a", "buy")], [("b", "buy")]))
+    report = replay([batch, turns], [once], decisions=True)
+    assert [(d.trace, d.index, d.reason) for d in report.decisions] == [
+        ("batch", 1, "Not allowed: One buy per conversation."), ("turns", 1, "Not allowed: One buy per conversation.")]
 
 
 def test_first_sentence_stops_at_a_stop_followed_by_a_space() -> None:
