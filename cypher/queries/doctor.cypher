@@ -180,7 +180,11 @@ RETURN elementId(c) AS element_id, 'SymfonicCatalog' AS label,
 // mode: read
 // Triggers with a string tenant that a turn skips or cannot use: id,
 // condition or task not strings, a namespace that is not a string (no scope
-// sees it), a status other than pending|resolved (never read), an empty task.
+// sees it), a status other than pending|resolved (never read), an empty task,
+// a kind other than text|time, a time trigger without a zoned due_at, a
+// due_at, expires_at or snoozed_until that is not a zoned datetime (a time
+// zone is what makes it an instant), and a pending trigger whose expires_at
+// has passed (never offered again: acknowledge or cancel it).
 // include: doctor_tenant_triggers
 WITH t
 WHERE valueType(t.tenant_id) STARTS WITH 'STRING'
@@ -203,6 +207,30 @@ WITH t, [x IN [
            THEN 'task is ' + CASE WHEN t.task IS NULL THEN 'missing'
                 ELSE 'a ' + replace(valueType(t.task), ' NOT NULL', '') END + ', not a string: skipped by every read'
          WHEN trim(t.task) = '' THEN 'task is empty: the reminder offers the model nothing'
+       END,
+       CASE WHEN t.kind IS NOT NULL AND NOT coalesce(t.kind IN ['text', 'time'], false)
+         THEN 'kind ' + CASE WHEN valueType(t.kind) STARTS WITH 'STRING' THEN "'" + t.kind + "'"
+                             ELSE 'is a ' + replace(valueType(t.kind), ' NOT NULL', '') END
+              + ' is not text|time: never offered'
+       END,
+       CASE WHEN coalesce(t.kind = 'time', false) AND t.due_at IS NULL
+         THEN 'a time trigger without due_at: never offered'
+       END,
+       CASE WHEN t.due_at IS NOT NULL AND NOT valueType(t.due_at) STARTS WITH 'ZONED DATETIME'
+         THEN 'due_at is a ' + replace(valueType(t.due_at), ' NOT NULL', '')
+              + ', not a datetime with a time zone: never offered'
+       END,
+       CASE WHEN t.expires_at IS NOT NULL AND NOT valueType(t.expires_at) STARTS WITH 'ZONED DATETIME'
+         THEN 'expires_at is a ' + replace(valueType(t.expires_at), ' NOT NULL', '')
+              + ', not a datetime with a time zone: ignored (the trigger never expires)'
+       END,
+       CASE WHEN t.snoozed_until IS NOT NULL AND NOT valueType(t.snoozed_until) STARTS WITH 'ZONED DATETIME'
+         THEN 'snoozed_until is a ' + replace(valueType(t.snoozed_until), ' NOT NULL', '')
+              + ', not a datetime with a time zone: ignored'
+       END,
+       CASE WHEN coalesce(t.status = 'pending' AND t.expires_at <= datetime(), false)
+         THEN 'expired at ' + toString(t.expires_at) + ' and still pending: never offered again; '
+              + 'acknowledge or cancel it (`symfonic-graph triggers cancel`)'
        END,
        CASE WHEN NOT coalesce(t.status IN ['pending', 'resolved'], false)
          THEN 'status ' + CASE
@@ -231,14 +259,19 @@ WHERE valueType(t.tenant_id) STARTS WITH 'STRING'
   AND elementId(t) > $after
 WITH t,
   // include: trigger_scope_of
-  AS scope_key
+  AS scope_key,
+  // include: trigger_offer_at(t)
+  AS offer_at
 WITH t, CASE
-       WHEN NOT t:SymfonicScoped
-         THEN 'no scope key (seeded with plain Cypher, or by an older release): read, but every turn then scans '
-              + 'the triggers of its tenant; run `symfonic-graph schema apply` to stamp it'
+       WHEN NOT t:SymfonicScoped OR NOT t:SymfonicOfferKeyed
+         THEN 'no scope key or offer key (seeded with plain Cypher, or by an older release): read, but every '
+              + 'turn then scans the triggers of its tenant; run `symfonic-graph schema apply` to stamp it'
        WHEN NOT coalesce(t.symfonic_scope = scope_key, t.symfonic_scope IS NULL AND scope_key IS NULL)
          THEN 'its scope key names another scope than its tenant_id and namespace (changed with plain Cypher): '
               + 'hidden from every turn; run `symfonic-graph schema apply` to stamp it again'
+       WHEN NOT coalesce(t.symfonic_offer_at = offer_at, false)
+         THEN 'its offer key differs from its due_at and snoozed_until (changed with plain Cypher): it may be '
+              + 'offered late; run `symfonic-graph schema apply` to stamp it again'
      END AS problem
 WHERE problem IS NOT NULL
 WITH t, problem ORDER BY elementId(t) LIMIT $limit

@@ -13,12 +13,27 @@ t.tenant_id = sc.tenant_id
   AND
   // include: visible_version(t, sc.write_id)
 
+// fragment: trigger_offerable
+// params: now
+// What may be offered at $now of a visible trigger `t` (a WHERE body, after
+// trigger_visible): a kind this release offers (absent: text); a time
+// trigger only once its due_at has passed (a time trigger without a usable
+// due_at never); none before its snoozed_until, none at or after its
+// expires_at. Read from the properties themselves, never from the offer key.
+coalesce(t.kind, 'text') IN ['text', 'time']
+  AND CASE WHEN t.due_at IS NULL THEN coalesce(t.kind, 'text') <> 'time'
+           ELSE coalesce(t.due_at <= $now, false) END
+  AND coalesce(NOT t.snoozed_until > $now, true)
+  AND coalesce(NOT t.expires_at <= $now, true)
+
 // fragment: trigger_row
 // params:
 // The one projection of a trigger `t` into `trigger_row`: its documented
 // properties (models.trigger_from_row reads them), dates as strings.
-WITH t, t {.id, .tenant_id, .namespace, .condition, .task, .status,
-           created_at: toStringOrNull(t.created_at), resolved_at: toStringOrNull(t.resolved_at)} AS trigger_row
+WITH t, t {.id, .tenant_id, .namespace, .condition, .task, .status, .kind, .resolution,
+           created_at: toStringOrNull(t.created_at), resolved_at: toStringOrNull(t.resolved_at),
+           due_at: toStringOrNull(t.due_at), expires_at: toStringOrNull(t.expires_at),
+           snoozed_until: toStringOrNull(t.snoozed_until)} AS trigger_row
 
 // fragment: fact_visible
 // params:

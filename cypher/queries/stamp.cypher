@@ -11,18 +11,23 @@ CASE WHEN valueType(t.tenant_id) STARTS WITH 'STRING'
 // params: batch
 // returns: stamped
 // mode: write
-// Give at most $batch triggers that lack it (seeded with plain Cypher, or
+// Give at most $batch triggers that lack them (seeded with plain Cypher, or
 // written by an older release) or hold a stale one (a plain-Cypher `SET
-// t.namespace`) their scope key and the :SymfonicScoped label; returns how
-// many. Run until it returns less than $batch (GraphMemoryStore.stamp_keys).
+// t.namespace` or `SET t.due_at`) their scope key and offer key
+// (trigger_offer_at) and the :SymfonicScoped and :SymfonicOfferKeyed labels;
+// returns how many. Run until it returns less than $batch
+// (GraphMemoryStore.stamp_keys).
 MATCH (t:Trigger)
 WITH t,
   // include: trigger_scope_of
-  AS scope_key
-WHERE NOT t:SymfonicScoped
+  AS scope_key,
+  // include: trigger_offer_at(t)
+  AS offer_at
+WHERE NOT t:SymfonicScoped OR NOT t:SymfonicOfferKeyed
    OR NOT coalesce(t.symfonic_scope = scope_key, t.symfonic_scope IS NULL AND scope_key IS NULL)
-WITH t, scope_key LIMIT $batch
-SET t.symfonic_scope = scope_key, t:SymfonicScoped
+   OR NOT coalesce(t.symfonic_offer_at = offer_at, false)
+WITH t, scope_key, offer_at LIMIT $batch
+SET t.symfonic_scope = scope_key, t.symfonic_offer_at = offer_at, t:SymfonicScoped:SymfonicOfferKeyed
 RETURN count(t) AS stamped;
 
 // name: stamp_tenant_groups

@@ -16,12 +16,18 @@ WITH t, row, seq,
      row.write_id IS NULL AND t:SymfonicUnpublished AND t.symfonic_published_at IS NOT NULL AS listed
 SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row.identifier,
     t.condition = row.condition, t.task = row.task, t.status = 'pending', t.resolved_at = null,
+    t.kind = coalesce(row.kind, 'text'),
+    t.due_at = CASE WHEN row.due_at IS NULL THEN null ELSE datetime({epochMillis: row.due_at}) END,
+    t.expires_at = CASE WHEN row.expires_at IS NULL THEN null ELSE datetime({epochMillis: row.expires_at}) END,
+    t.snoozed_until = null, t.resolution = null,
     t.updated_at = datetime(), t.symfonic_base_key = row.base_key,
     t.symfonic_scope = row.tenant_id + '\u001F' + coalesce(row.namespace, ''),
-    t.symfonic_tenant_token = row.tenant_token, t:SymfonicScoped:SymfonicTokened,
+    t.symfonic_tenant_token = row.tenant_token, t:SymfonicScoped:SymfonicTokened:SymfonicOfferKeyed,
     t.symfonic_write_id = CASE WHEN listed THEN t.symfonic_write_id ELSE row.write_id END
 REMOVE t:SymfonicRetracted, t:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL AND NOT listed THEN [] ELSE [1] END | SET t:SymfonicUnpublished)
+SET t.symfonic_offer_at =
+  // include: trigger_offer_at(t)
 WITH seq, t ORDER BY seq
 RETURN collect(t.id) AS ids;
 
@@ -49,6 +55,62 @@ CALL (sc) {
   WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicScoped
   RETURN t
 }
+
+// fragment: trigger_offer_at(t)
+// params:
+// The offer key of trigger `t` (an expression): the latest of its `due_at`
+// and `snoozed_until` that are zoned datetimes, else the epoch. Kept in
+// `symfonic_offer_at` by every write (label :SymfonicOfferKeyed) and by
+// stamp_keys, indexed with the scope key and status (migration 0011), so a
+// turn seeks only triggers whose offer key has passed. A hint, never the
+// authority: the turn's filter (trigger_offerable) reads due_at,
+// snoozed_until and expires_at themselves.
+reduce(at = datetime({epochMillis: 0}), x IN [t.due_at, t.snoozed_until] |
+       CASE WHEN valueType(x) STARTS WITH 'ZONED DATETIME' AND x > at THEN x ELSE at END)
+
+// fragment: offerable_trigger_nodes
+// params: now
+// Rows `t`: the pending triggers of the scope map `sc` whose offer key has
+// passed at $now, found as pending_trigger_nodes does (one index seek per
+// scope key, on the offer index of migration 0011). Triggers without an
+// offer key yet (seeded with plain Cypher, written by an older release; the
+// count store tells in O(1)) are read from the tenant index, as
+// pending_trigger_nodes reads unkeyed ones. The including query keeps every
+// filter (trigger_visible, trigger_offerable).
+CALL (sc) {
+  UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
+              ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+  MATCH (t:Trigger)
+  USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)
+  WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.symfonic_offer_at <= $now
+  RETURN t
+  UNION
+  WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicOfferKeyed) } THEN sc.tenant_id END AS unkeyed_tenant
+  MATCH (t:Trigger)
+  USING INDEX t:Trigger(tenant_id)
+  WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicOfferKeyed
+  RETURN t
+}
+
+// name: triggers_offerable
+// params: tenant_id, namespace, write_id, limit, now
+// returns: triggers
+// mode: read
+// The triggers the scope may be offered at $now (trigger_offerable: text
+// triggers pending, time triggers due; none expired or snoozed), oldest
+// first, at most $limit, in one row.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published,
+     {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id} AS sc
+// include: offerable_trigger_nodes
+WITH t, published, sc
+WHERE
+  // include: trigger_visible
+  AND
+  // include: trigger_offerable
+WITH t ORDER BY t.created_at, t.id LIMIT $limit
+// include: trigger_row
+RETURN collect(trigger_row) AS triggers;
 
 // name: triggers_pending
 // params: tenant_id, namespace, write_id, limit

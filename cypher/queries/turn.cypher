@@ -16,19 +16,21 @@ WITH sc, version, published,
 
 // fragment: turn_triggers
 // params: max_triggers
-// The rows `t` of pending_trigger_nodes (included just before, inside a
+// The rows `t` of offerable_trigger_nodes (included just before, inside a
 // `CALL (sc, published) { ... }` subquery that keeps the including query's
-// rows) filtered to the pending triggers the scope `sc` sees, oldest first,
-// at most $max_triggers, as `triggers`.
+// rows) filtered to the triggers the scope `sc` sees and may be offered at
+// $now, oldest first, at most $max_triggers, as `triggers`.
 WITH t, published, sc
 WHERE
   // include: trigger_visible
+  AND
+  // include: trigger_offerable
 WITH t ORDER BY t.created_at, t.id LIMIT $max_triggers
 // include: trigger_row
 RETURN collect(trigger_row) AS triggers
 
 // name: turn_snapshot
-// params: scopes, max_triggers
+// params: scopes, max_triggers, now
 // returns: i, version, skills_fresh, skills, triggers
 // mode: read
 // Everything a turn reads before the model runs, in one round trip, for one
@@ -60,7 +62,7 @@ CALL (sc) {
     RETURN collect(skill_row) AS skills
   }
   CALL (sc, published) {
-    // include: pending_trigger_nodes
+    // include: offerable_trigger_nodes
     // include: turn_triggers
   }
   RETURN version, skills_fresh, skills, triggers
@@ -69,7 +71,7 @@ RETURN i, version, skills_fresh, skills, triggers
 ORDER BY i;
 
 // name: turn_snapshot_warm
-// params: scopes, max_triggers
+// params: scopes, max_triggers, now
 // returns: i, version, skills_fresh, skills, triggers
 // mode: read
 // turn_snapshot for entries that all carry a known_version (the steady
@@ -82,7 +84,7 @@ WITH i, $scopes[i] AS sc
 CALL (sc) {
   // include: turn_catalog
   CALL (sc, published) {
-    // include: pending_trigger_nodes
+    // include: offerable_trigger_nodes
     // include: turn_triggers
   }
   RETURN version, skills_fresh, [] AS skills, triggers

@@ -22,8 +22,9 @@ Per model call, the middleware:
    tenant's catalog and the state, so it is byte-identical from call to call
    while the catalog is unchanged, and a prompt-caching middleware placed
    *after* this one caches it;
-5. with an ``evaluator``, selects the pending reminders the last human
-   message satisfies and sends their tasks as one trailing ``HumanMessage``
+5. selects the reminders of the turn (text ones the last human message
+   satisfies, with an ``evaluator``; time ones once due) and sends their
+   tasks as one trailing ``HumanMessage``
    after the whole history: after every cached part, never stored in the
    agent state;
 6. remembers, for each tool call the model then requests, the snapshot the
@@ -88,7 +89,7 @@ from symfonic_graph.integrations._shared import (
     Cue,
     last_human_text,
 )
-from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
+from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
 from symfonic_graph.rules._messages import call_ref, messages_of
@@ -184,8 +185,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         memory: the process's ``TurnMemory`` (one per process; it caches each
             tenant's skills by catalog version).
         evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
-            reminders; the cue is the text of the last human message. Without
-            one, no reminders are shown (no default matcher is shipped).
+            text reminders; the cue is the text of the last human message.
+            Without one, no text reminder is shown (no default matcher is
+            shipped). Time reminders are shown once due, with or without it.
         strict: on a store outage with no recent catalog of the scope (see
             ``TurnMemory``'s ``outage_grace`` and ``snapshot_dir``), ``True``
             answers every tool call with the gate's ``Precondition check
@@ -317,9 +319,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     async def _reminders(
         self, messages: Sequence[AnyMessage], scope: MemoryScope, snapshot: TurnSnapshot
     ) -> HumanMessage | None:
-        if self.evaluator is None or not snapshot.triggers:
+        if not snapshot.triggers:
             return None
-        capability = ProspectiveTriggerCapability(snapshot, self.evaluator, scope)
+        capability = ProspectiveTriggerCapability(snapshot, self.evaluator or no_text_match, scope)
         contributions = await capability.contribute(Cue(last_human_text(messages)))
         if not contributions:
             return None

@@ -50,7 +50,7 @@ from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.integrations._adapters import Conversations, terminal_ai_message, tool_message
 from symfonic_graph.integrations._decisions import Watch, check_sink
 from symfonic_graph.integrations._shared import Cue, last_human_text
-from symfonic_graph.memory.triggers import ProspectiveTriggerCapability
+from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
 from symfonic_graph.rules.decisions import DecisionSink
@@ -277,8 +277,8 @@ async def _turn_messages(
         contribution = preflight_block(linter.for_preflight(skills), state, include_negative=include_negative)
         block = contribution.content if contribution is not None else None
     reminders: list[BaseMessage] = []
-    if evaluator is not None and snapshot is not None and scope is not None and snapshot.triggers:
-        capability = ProspectiveTriggerCapability(snapshot, evaluator, scope)
+    if snapshot is not None and scope is not None and snapshot.triggers:
+        capability = ProspectiveTriggerCapability(snapshot, evaluator or no_text_match, scope)
         contributions = await capability.contribute(Cue(last_human_text(messages_of(state))))
         if contributions:
             reminders.append(HumanMessage(content="\n\n".join(c.content for c in contributions)))
@@ -315,8 +315,9 @@ def build_agent_graph(
         system_prompt: your system prompt; the pre-flight block is appended
             to it as its last content block.
         evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
-            reminders (needs a ``TurnMemory``); their tasks are sent as one
-            trailing ``HumanMessage`` after the history, never stored.
+            text reminders (needs a ``TurnMemory``); time reminders are
+            selected once due, with or without it. Their tasks are sent as
+            one trailing ``HumanMessage`` after the history, never stored.
         state_schema: the graph's state type (default ``MessagesState``); it
             must have ``messages`` with the ``add_messages`` reducer. Its other
             fields are what state predicates see.

@@ -142,8 +142,9 @@ class Compiler:
         out = []
         for trigger in keep_visible(scope, (t for t in map(trigger_from_row, rows) if t), "trigger"):
             held = self._triggers.get(trigger.id)
-            if held is None or held.condition != trigger.condition or held.task != trigger.task:
-                held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task))
+            if (held is None or held.condition != trigger.condition or held.task != trigger.task
+                    or held.kind != trigger.kind):
+                held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task), shared(trigger.kind))
                 self._triggers[trigger.id] = held
             out.append(held)
         return tuple(out)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
@@ -45,6 +46,7 @@ __all__ = [
     "PendingTriggerSource",
     "ProspectiveTriggerCapability",
     "TriggerSelectionSink",
+    "no_text_match",
     "prompt_cue",
     "prospective_trigger_capabilities",
 ]
@@ -64,14 +66,18 @@ CueFrom = Callable[[Any], str]
 class PendingTrigger:
     """One unresolved reminder, as offered to a turn.
 
+    ``kind`` is ``"text"`` (the evaluator decides) or ``"time"`` (due: the
+    source hands it over only once its due time has passed).
+
     Example:
         >>> PendingTrigger("t-1", "user mentions the invoice", "Say it is overdue.")
-        PendingTrigger(trigger_id='t-1', condition='user mentions the invoice', task='Say it is overdue.')
+        PendingTrigger(trigger_id='t-1', condition='user mentions the invoice', task='Say it is overdue.', kind='text')
     """
 
     trigger_id: str
     condition: str
     task: str
+    kind: str = "text"
 
 
 @runtime_checkable
@@ -108,14 +114,27 @@ class _PendingReader(Protocol):
     async def get_pending(self, scope: MemoryScope, *, limit: int | None = None) -> list[Trigger]: ...
 
 
-class GraphPendingTriggers:
-    """Pending triggers read from the graph, one index-backed query per turn.
+class _OfferableAt:
+    """The layer's read of what may be offered at ``clock()``, in the reader shape the source checks."""
 
-    Visibility (tenant, namespace, retraction, publication, status) is
-    enforced in the Cypher; every row is checked again on the way out and a
-    row that does not belong to the scope is dropped and logged at ERROR.
-    Triggers from every write path are read: ``set_trigger``, a staged write
-    after ``store.publish``, and nodes seeded with plain Cypher.
+    def __init__(self, layer: ProspectiveLayer, clock: Callable[[], float]) -> None:
+        self.layer, self.clock = layer, clock
+
+    async def get_pending(self, scope: MemoryScope, *, limit: int | None = None) -> list[Trigger]:
+        return await self.layer.get_offerable(scope, now=self.clock(), limit=limit)
+
+
+class GraphPendingTriggers:
+    """The triggers a turn may be offered, read from the graph, one index-backed query per turn.
+
+    Returns only what can be offered at ``clock()`` (epoch seconds, default
+    ``time.time``): text triggers that are pending and time triggers that
+    are due; none expired or snoozed. Visibility (tenant, namespace,
+    retraction, publication, status) and time are enforced in the Cypher;
+    every row is checked again on the way out and a row that does not belong
+    to the scope is dropped and logged at ERROR. Triggers from every write
+    path are read: ``set_trigger``, a staged write after ``store.publish``,
+    and nodes seeded with plain Cypher.
 
     Example:
         >>> source = GraphPendingTriggers(store)
@@ -123,17 +142,27 @@ class GraphPendingTriggers:
         ['Tell them the invoice is overdue.']
     """
 
-    def __init__(self, store: GraphMemoryStore, *, max_triggers: int = 100) -> None:
+    def __init__(
+        self, store: GraphMemoryStore, *, max_triggers: int = 100, clock: Callable[[], float] = time.time
+    ) -> None:
         if store is None:
             raise ValueError("pending triggers need a graph backend")
+        if not callable(clock):
+            raise TypeError(f"clock must be a () -> float callable (epoch seconds), got {type(clock).__name__}")
         self.store = store
         self.max_triggers = positive_count("max_triggers", max_triggers)
-        self._layer: _PendingReader = ProspectiveLayer(store)
+        self.clock = clock
+        self._layer: _PendingReader = _OfferableAt(ProspectiveLayer(store, clock=clock), clock)
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
-        """The unresolved triggers ``scope`` sees, oldest first (at most ``max_triggers``)."""
-        triggers = keep_visible(scope, await self._layer.get_pending(scope, limit=self.max_triggers), "trigger")
-        return [PendingTrigger(t.id, t.condition, t.task) for t in triggers]
+        """The triggers ``scope`` may be offered now, oldest first (at most ``max_triggers``)."""
+        offerable = await self._layer.get_pending(scope, limit=self.max_triggers)
+        return [PendingTrigger(t.id, t.condition, t.task, t.kind) for t in keep_visible(scope, offerable, "trigger")]
+
+
+def no_text_match(condition: str, cue: str) -> bool:
+    """The evaluator of a wiring given none: no text trigger is selected; time triggers still are when due."""
+    return False
 
 
 def prompt_cue(request: object) -> str:
@@ -174,7 +203,10 @@ class ProspectiveTriggerCapability:
     """Offers the tasks of the pending triggers this turn satisfies.
 
     Per turn, a trigger is selected iff its task is non-empty (after
-    stripping) and ``evaluator(condition, cue)`` returns exactly ``True``.
+    stripping) and, for a text trigger, ``evaluator(condition, cue)``
+    returns exactly ``True``; a time trigger is selected as the source hands
+    it over (due: the source decides the time), without the evaluator. A
+    kind this release does not know is never selected.
     An evaluator that raises, returns a non-bool (``1``, ``"yes"``) or an
     awaitable selects nothing (the awaitable is closed, never left
     un-awaited); each case is logged at WARNING. The tasks of the selected
@@ -290,6 +322,10 @@ class ProspectiveTriggerCapability:
 
     def _selects(self, trigger: PendingTrigger, cue: str) -> bool:
         if not isinstance(trigger.task, str) or not trigger.task.strip():
+            return False
+        if trigger.kind == "time":
+            return True
+        if trigger.kind != "text":
             return False
         try:
             result = self.evaluator(trigger.condition, cue)

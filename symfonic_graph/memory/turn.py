@@ -30,12 +30,12 @@ from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from symfonic_graph.memory._catalog import Catalog, Compiler
 from symfonic_graph.memory._coalesce import Coalescer
-from symfonic_graph.memory._recheck import DEFAULT_RECHECK, edited, recheck_after
 from symfonic_graph.memory._snapshot import Saved, SnapshotDir, guarded_by, name_guarded
 from symfonic_graph.memory.triggers import PendingTrigger
 from symfonic_graph.memory.turn_scope import ScopeFrom, scope_from_turn, scope_of
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.rules.ruleset import RuleSet
+from symfonic_graph.shape._time import instant
 from symfonic_graph.shape.contributions import PluginContribution
 from symfonic_graph.shape.models import Skill
 from symfonic_graph.shape.scope import MemoryScope
@@ -43,11 +43,11 @@ from symfonic_graph.shape.scope import MemoryScope
 log = logging.getLogger("symfonic_graph.turn")
 
 DEFAULT_MAX_AGE = 10.0
-"""Seconds the gate's snapshot may be reused before the catalog version is read again (see ``TurnMemory``)."""
+"""Seconds a cached catalog or snapshot may be reused (see ``TurnMemory``)."""
 DEFAULT_OUTAGE_GRACE = 600.0
 """Seconds beyond ``max_age`` a scope's last catalog is still enforced while the store is down."""
 DEFAULT_MAX_TRIGGERS = 100
-"""Pending triggers a turn reads at most, oldest first."""
+"""Triggers a turn reads at most (those it may offer now), oldest first."""
 _TORN_READS = 3  # reads when a concurrent re-seed was caught half applied
 BIG_CATALOG = 250
 """Skills from which a scope's catalog is shipped in a query of its own, never in a shared batch."""
@@ -94,26 +94,15 @@ class TurnMemory:
     """One read per turn, with the tenant's skills cached by catalog version.
 
     The one lookup behind the gate, the pre-flight block and the LangGraph
-    wiring. With ``begin()`` once per turn a change that bumps the catalog
-    version (every library write, ``cypher run``, the documented seed
-    pattern) is enforced from the next turn on; a gate-only wiring within
-    ``max_age`` seconds; a plain-Cypher edit that does not bump the version
-    within ``recheck_every`` seconds (logged at WARNING when found).
+    wiring. Staleness has one bound, ``max_age``: with ``begin()`` once per
+    turn a library write (which bumps the catalog version) is enforced from the
+    next turn on; in every other case (a gate-only wiring, a plain-Cypher
+    seeder that does not bump the version) within ``max_age`` seconds.
 
     Args:
         store: the graph store.
-        max_age: seconds the snapshot the gate reuses may be old, after which
-            the catalog version is read again (default 10). ``0`` reads on
-            every call, the skills too.
-        recheck_every: seconds after which a catalog whose version did not
-            move is shipped again, to catch a plain-Cypher edit that did not
-            bump it (default None: 300, or 0 when ``max_age`` is 0). Each
-            scope's comes up to a quarter early, its own share, so scopes
-            read together do not ship again together. Rows identical to the
-            cached ones reuse their compiled rules; rows that differ are an
-            un-bumped edit: a WARNING names the skills, and when tenant-wide
-            skills changed every cached scope of the tenant reads them on
-            its next turn.
+        max_age: seconds a cached catalog, or the snapshot the gate reuses, may
+            be old (default 10). ``0`` reads on every call.
         scope_from: how the lookups find a turn's scope (default
             :func:`~symfonic_graph.turn_scope.scope_from_turn`: the runtime
             context, then ``config["configurable"]``, then ``state["memory_scope"]``).
@@ -152,6 +141,9 @@ class TurnMemory:
             unavailable. A file that cannot be read is treated as absent, with
             a WARNING. Past the grace, the file still tells the gate which
             tools the scope's rules guarded (``strict="guarded"``).
+        wall_clock: epoch seconds (default ``time.time``) a time trigger's due
+            time, a snooze and an expiry are compared with: a turn reads only
+            the triggers it may offer at ``wall_clock()`` (tests pass a fake).
 
     Example:
         >>> memory = TurnMemory(store)
@@ -172,7 +164,7 @@ class TurnMemory:
         outage_grace: float = DEFAULT_OUTAGE_GRACE,
         clock: Callable[[], float] = time.monotonic,
         snapshot_dir: str | Path | None = None,
-        recheck_every: float | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.max_triggers = positive_count("max_triggers", max_triggers)
         if coalesce_window is not None and (
@@ -189,18 +181,13 @@ class TurnMemory:
             raise ValidationError("outage_grace", f"must be a finite number of seconds >= 0, got {outage_grace!r}")
         if not callable(clock):
             raise ValidationError("clock", f"must be a () -> float callable, got {type(clock).__name__}")
-        if recheck_every is None:
-            recheck_every = DEFAULT_RECHECK if max_age > 0 else 0.0
-        if isinstance(recheck_every, bool) or not isinstance(recheck_every, (int, float)) or not (
-            0 <= recheck_every < float("inf")
-        ):
-            raise ValidationError("recheck_every", f"must be None or a finite number of seconds >= 0, "
-                                  f"got {recheck_every!r}")
         self.store = store
         self.max_age = float(max_age)
-        self.recheck_every = float(recheck_every)
         self.outage_grace = float(outage_grace)
+        if not callable(wall_clock):
+            raise ValidationError("wall_clock", f"must be a () -> float callable, got {type(wall_clock).__name__}")
         self.clock = clock
+        self.wall_clock = wall_clock
         self.scope_from = scope_from or scope_from_turn()
         self.include_negative = include_negative
         self.max_scopes = max_scopes
@@ -237,7 +224,7 @@ class TurnMemory:
         scope = scope_of(scope, where="begin(scope)")
         now = self.clock()
         cached = self._catalogs.get(scope)
-        fresh = cached is not None and now - cached.fetched_at < recheck_after(self.recheck_every, scope)
+        fresh = cached is not None and now - cached.fetched_at < self.max_age
         known = cached.version if cached is not None and fresh else None
         last = cached  # the catalog an outage falls back to
         shipped = False
@@ -258,37 +245,14 @@ class TurnMemory:
                       "(run `symfonic-graph doctor`)", scope, _TORN_READS)
         telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
-        if not shipped:  # the version was confirmed: an outage's grace counts from this read
-            cached.read_at = now
-        if shipped and last is not None and cached.skills is not last.skills and (
-            row["version"] is not None and row["version"] == last.version
-        ):
-            self._unbumped(scope, last, cached)
         _remember(self._catalogs, scope, cached, self.max_scopes)
         self._loaded.pop(scope, None)  # the store answers: a later outage reads the file afresh
-        if self._disk is not None and scope not in self._saving:  # rewritten when changed, else once a minute
+        if shipped and self._disk is not None and scope not in self._saving:
             await self._save(self._disk, scope, cached)
         triggers = self._compiler.pending(scope, row["triggers"])
         snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
-
-    def _unbumped(self, scope: MemoryScope, before: Catalog, after: Catalog) -> None:
-        """A re-read found other skills under the same catalog version: an edit that did not bump it.
-
-        Logged at WARNING with the skills that changed; when a tenant-wide one
-        did, every cached scope of the tenant reads the skills on its next turn.
-        """
-        changed = edited(before.skills, after.skills)
-        if not changed:
-            return
-        log.warning("skills of %s changed without a catalog version bump (version %s): %s; bump the version "
-                    "after every plain-Cypher edit (docs/graph-model.md), or turns see such an edit only "
-                    "within recheck_every (%.0f s)", scope, after.version,
-                    ", ".join(i for i, _ in changed[:10]) + (" ..." if len(changed) > 10 else ""),
-                    self.recheck_every)
-        if any(namespace is None for _, namespace in changed):
-            self.invalidate(MemoryScope(scope.tenant_id))
 
     def _last_rules(
         self, scope: MemoryScope, last: Catalog | None, now: float, exc: StoreUnavailableError
@@ -359,7 +323,7 @@ class TurnMemory:
         see the tenant-wide skills); ``invalidate(MemoryScope("acme", "u1"))``
         that scope only. For a process that learns of a change the catalog
         version does not show (a plain-Cypher edit that does not bump it) and
-        will not wait ``recheck_every``. Rows identical to the cached ones still
+        will not wait ``max_age``. Rows identical to the cached ones still
         reuse their compiled rules; the gate's snapshot of the current turn
         is kept.
 
@@ -394,13 +358,14 @@ class TurnMemory:
         with self.store.deadline():  # a batch runs in a context of its own: one query_timeout for it
             warm = all(entry["known_version"] is not None for entry in scopes)
             name = "turn_snapshot_warm" if warm else "turn_snapshot"
-            rows = await self.store.read(name, scopes=scopes, max_triggers=self.max_triggers)
+            now = instant("wall_clock()", self.wall_clock())
+            rows = await self.store.read(name, scopes=scopes, max_triggers=self.max_triggers, now=now)
             for row in rows:
                 row["query"] = name
             moved = [i for i, row in enumerate(rows) if row["skills_fresh"]] if warm else []
             if moved:
                 again = await self.store.read("turn_snapshot", scopes=[scopes[i] for i in moved],
-                                              max_triggers=self.max_triggers)
+                                              max_triggers=self.max_triggers, now=now)
                 for i, row in zip(moved, again, strict=True):
                     rows[i] = {**row, "query": "turn_snapshot"}
         for row in rows:  # what the coalescer weighs: a scope that ships a lot is read outside batches

@@ -43,6 +43,8 @@ EXPECTED_INDEXES = (
     "fact_tenant",
     "symfonic_memory_text_v3",
     "trigger_scope",
+    "trigger_offer",
+    "trigger_expiry",
     "decision_tenant",
     "change_tenant",
     "erasure_tenant",

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime
 from typing import Annotated, Any, ClassVar, Self
 
 from pydantic import (
@@ -36,6 +37,7 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.errors import ValidationError
+from symfonic_graph.shape import _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import MAX_KEY_PART, check_sizes
 from symfonic_graph.shape.records import (
@@ -45,7 +47,7 @@ from symfonic_graph.shape.records import (
     preconditions_from_input,
 )
 
-__all__ = ["ENFORCEMENTS", "FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records"]
+__all__ = ["ENFORCEMENTS", "TRIGGER_KINDS", "FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records"]
 
 ENFORCEMENTS = frozenset({"enforce", "shadow"})
 """How the gate runs a rule: ``enforce`` blocks, ``shadow`` reports and never blocks."""
@@ -198,34 +200,114 @@ class SkillInput(WriteInput):
                 "context": self.context, "source": self.source_tag, "preconditions": self.nodes()}
 
 
+TRIGGER_KINDS = ("text", "time")
+"""The kinds of reminder a trigger can be: matched by the caller's evaluator, or due at a time."""
+
+
+_TRIGGER_DEFAULTS: Mapping[str, Any] = {"kind": "text", "due_at": None, "due_in": None, "expires_at": None}
+
+
 class TriggerInput(WriteInput):
-    """One reminder to write (``ProspectiveLayer.set_trigger``, a seed file's ``triggers`` entry)."""
+    """One reminder to write (``ProspectiveLayer.set_trigger``, a seed file's ``triggers`` entry).
+
+    ``kind`` is ``"text"`` (a ``condition`` the caller's evaluator matches,
+    as ever) or ``"time"`` (offered on every turn at or after ``due_at`` until
+    acknowledged; ``due_in``, a duration, is resolved to ``due_at`` when
+    written). Absent, it is ``"time"`` when a due time is given, else
+    ``"text"``. ``expires_at`` (any kind): never offered at or after it.
+    Instants take an aware datetime, epoch seconds or an ISO 8601 string with
+    an offset (``symfonic_graph.shape._time``).
+
+    Example:
+        >>> TriggerInput.read({"task": "Call the bank.", "due_in": "2h"}).kind
+        'time'
+        >>> TriggerInput.read({"task": "Call the bank.", "kind": "time"}, "triggers[0].")
+        Traceback (most recent call last):
+        ...
+        symfonic_graph.errors.ValidationError: triggers[0].due_at: a time trigger needs due_at or due_in
+    """
 
     absent: ClassVar[Mapping[str, Any]] = {"condition": None, "task": None}
 
     identifier: str | None = None
+    kind: str = "text"
     condition: str
     task: str
+    due_at: datetime | None = None
+    due_in: float | None = None
+    expires_at: datetime | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_of_due(cls, data: Any) -> Any:
+        if isinstance(data, Mapping) and data.get("kind") is None and (
+            data.get("due_at") is not None or data.get("due_in") is not None
+        ):
+            return {**data, "kind": "time"}
+        if isinstance(data, Mapping) and "kind" in data and data["kind"] is None:
+            return {**data, "kind": "text"}
+        return data
 
     @field_validator("identifier", mode="plain")
     @classmethod
     def _identifier(cls, value: object) -> str | None:
         return _identifier(value)
 
-    @field_validator("condition", "task", mode="plain")
+    @field_validator("kind", mode="plain")
     @classmethod
-    def _text(cls, value: object, info: ValidationInfo) -> str:
-        return v.text(str(info.field_name), value)
+    def _kind(cls, value: object) -> str:
+        if isinstance(value, str) and value in TRIGGER_KINDS:
+            return value
+        raise ValidationError("kind", f"must be one of {', '.join(map(repr, TRIGGER_KINDS))}, got {value!r}")
+
+    @field_validator("condition", mode="plain")
+    @classmethod
+    def _condition(cls, value: object, info: ValidationInfo) -> str:
+        if info.data.get("kind", "text") != "text" and value is None:
+            return ""  # a time trigger needs no condition
+        return v.text("condition", value)
+
+    @field_validator("task", mode="plain")
+    @classmethod
+    def _task(cls, value: object) -> str:
+        return v.text("task", value)
+
+    @field_validator("due_at", "expires_at", mode="plain")
+    @classmethod
+    def _instant(cls, value: object, info: ValidationInfo) -> datetime | None:
+        return None if value is None else _time.instant(str(info.field_name), value)
+
+    @field_validator("due_in", mode="plain")
+    @classmethod
+    def _due_in(cls, value: object) -> float | None:
+        return None if value is None else _time.seconds("due_in", value)
 
     @model_validator(mode="after")
     def _sizes(self) -> Self:
-        for name, value in self.content().items():  # every turn of the scope ships them
-            check_sizes(name, value)
+        for name in ("condition", "task"):  # every turn of the scope ships them
+            check_sizes(name, getattr(self, name))
+        if self.kind == "time":
+            if self.due_at is None and self.due_in is None:
+                raise ValidationError("due_at", "a time trigger needs due_at or due_in")
+            if self.due_at is not None and self.due_in is not None:
+                raise ValidationError("due_in", "give due_at or due_in, not both")
+        elif self.due_at is not None or self.due_in is not None:
+            raise ValidationError("due_at" if self.due_at is not None else "due_in",
+                                  f'only a time trigger has a due time (kind "time", not {self.kind!r})')
+        if self.expires_at is not None and self.due_at is not None and self.expires_at <= self.due_at:
+            raise ValidationError("expires_at", "must be after due_at (it would never be offered)")
         return self
 
     def content(self) -> dict[str, Any]:
-        """What a write stores of this trigger: every field but ``identifier`` (which keys it, in the layer)."""
-        return self.model_dump(exclude={"identifier"})
+        """What a write stores of this trigger: every field but ``identifier`` (which keys it, in the layer).
+
+        Instants are epoch milliseconds; ``due_in`` stays a duration (``due_at`` of the write row resolves it).
+        The kind and lifecycle fields are left out at their defaults, so a text trigger's content (the key of
+        a seed file's entry without an identifier) is what it was before they existed.
+        """
+        return {name: _time.epoch_millis(value) if isinstance(value, datetime) else value
+                for name, value in self.model_dump(exclude={"identifier"}).items()
+                if not (name in _TRIGGER_DEFAULTS and value == _TRIGGER_DEFAULTS[name])}
 
 
 class FactInput(WriteInput):

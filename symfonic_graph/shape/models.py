@@ -231,6 +231,12 @@ class Trigger(_Record):
     status: str = ""
     created_at: _Date = None
     resolved_at: _Date = None
+    kind: str = "text"
+    due_at: _Date = None
+    expires_at: _Date = None
+    snoozed_until: _Date = None
+    resolution: str | None = None
+    """How a resolved trigger ended: ``acknowledged`` or ``cancelled`` (None while pending)."""
 
 
 class Fact(_Record):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import neo4j
@@ -16,6 +17,7 @@ _SKILLS = {
     "tenant_id": "t-plan", "namespace": None, "write_id": None, "include_drafts": False,
     "include_retracted": False, "query": "", "limit": 2**62,
 }
+NOW = datetime(2031, 5, 1, tzinfo=UTC)
 PER_TURN = [
     pytest.param("skills_visible", _SKILLS, id="skills_visible"),
     pytest.param("skills_visible", {**_SKILLS, "namespace": "u-1", "include_drafts": True},
@@ -24,15 +26,19 @@ PER_TURN = [
                  id="triggers_pending"),
     pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": "w-1", "limit": 100},
                  id="triggers_pending-namespaced"),
+    pytest.param("triggers_offerable", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": None, "limit": 100,
+                                        "now": NOW}, id="triggers_offerable"),
     pytest.param("catalog_version", {"tenant_id": "t-plan"}, id="catalog_version"),
     pytest.param("facts_visible", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": None}, id="facts_visible"),
     pytest.param("turn_snapshot", {"scopes": [{"tenant_id": "t-plan", "namespace": "u-1", "known_version": None,
                                                "write_id": None, "include_drafts": False,
-                                               "include_retracted": False}], "max_triggers": 100},
+                                               "include_retracted": False}], "max_triggers": 100,
+                                   "now": NOW},
                  id="turn_snapshot"),
     pytest.param("turn_snapshot_warm", {"scopes": [{"tenant_id": "t-plan", "namespace": "u-1", "known_version": 3,
                                                     "write_id": None, "include_drafts": False,
-                                                    "include_retracted": False}], "max_triggers": 100},
+                                                    "include_retracted": False}], "max_triggers": 100,
+                                        "now": NOW},
                  id="turn_snapshot_warm"),
 ]
 SEEKS = {"NodeIndexSeek", "NodeUniqueIndexSeek"}
@@ -64,7 +70,7 @@ async def test_per_turn_query_starts_from_a_tenant_index_seek(
               if leaf and op not in ("Argument", "Projection", "Unwind")]
     assert leaves, f"{name} has no leaf that finds nodes"
     for op, details in leaves:
-        assert op in SEEKS and ("(tenant_id)" in details or "(symfonic_scope, status)" in details), (
+        assert op in SEEKS and ("(tenant_id)" in details or "(symfonic_scope, status" in details), (
             f"{name} starts from {op} {details!r}, not a tenant seek")
 
 
@@ -76,6 +82,8 @@ async def test_the_tenant_indexes_exist(driver: neo4j.AsyncDriver) -> None:
     for label in ("Skill", "Trigger", "Fact", "Precondition"):
         assert found[(label, ("tenant_id",))] == (f"{label.lower()}_tenant", "ONLINE")
     assert found[("Trigger", ("symfonic_scope", "status"))] == ("trigger_scope", "ONLINE")
+    assert found[("Trigger", ("symfonic_scope", "status", "symfonic_offer_at"))] == ("trigger_offer", "ONLINE")
+    assert found[("Trigger", ("expires_at",))] == ("trigger_expiry", "ONLINE")
 
 
 async def _db_hits(store: GraphMemoryStore, name: str, params: dict[str, Any]) -> int:

@@ -1,7 +1,10 @@
-"""ProspectiveLayer: stored reminders (a condition and a task)."""
+"""ProspectiveLayer: stored reminders (a task, offered when a condition holds or a due time has passed)."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from datetime import datetime, timedelta
 from typing import Any
 
 from symfonic_graph._store import (
@@ -19,6 +22,8 @@ from symfonic_graph._store import (
     tenant_token,
     trigger_key,
 )
+from symfonic_graph.errors import ValidationError
+from symfonic_graph.shape import _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import refuse_heavy_write, refuse_over_cap, trigger_weight
 from symfonic_graph.shape.inputs import TriggerInput
@@ -29,34 +34,55 @@ from symfonic_graph.shape.scope import MemoryScope
 class ProspectiveLayer:
     """Triggers in the graph: set, list pending, resolve.
 
+    ``clock`` (epoch seconds, default ``time.time``) resolves a ``due_in``
+    when a trigger is written; tests pass a fake.
+
     Example:
         >>> layer = ProspectiveLayer(store)
         >>> tid = await layer.set_trigger(MemoryScope("acme", "u1"),
         ...     condition="user mentions their invoice", task="Tell them it is overdue.")
         >>> [t.id for t in await layer.get_pending(MemoryScope("acme", "u1"))]
         [tid]
+        >>> await layer.set_trigger(MemoryScope("acme", "u1"), task="Ask how the move went.", due_in="1d")
+        '...'
     """
 
-    def __init__(self, store: GraphMemoryStore) -> None:
+    def __init__(self, store: GraphMemoryStore, *, clock: Callable[[], float] = time.time) -> None:
+        if not callable(clock):
+            raise ValidationError("clock", f"must be a () -> float callable, got {type(clock).__name__}")
         self.store = store
+        self.clock = clock
 
     async def set_trigger(
         self,
         scope: MemoryScope,
         *,
-        condition: str,
         task: str,
+        condition: str | None = None,
+        kind: str | None = None,
+        due_at: datetime | float | None = None,
+        due_in: timedelta | float | None = None,
+        expires_at: datetime | float | None = None,
         identifier: str | None = None,
         write_id: str | None = None,
     ) -> str:
         """Store a pending trigger; return its id.
 
-        With an ``identifier``, setting it again in the same scope replaces the
-        trigger (same id, new condition and task, pending again), never
-        duplicates: a call that timed out may be retried safely.
+        ``kind`` is ``"text"`` (``condition`` matched by the caller's
+        evaluator) or ``"time"`` (offered on every turn at or after
+        ``due_at``, an aware datetime or epoch seconds, or ``due_in`` from
+        now, a timedelta or seconds); absent, ``"time"`` when a due time is
+        given. ``expires_at``: never offered at or after it. With an
+        ``identifier``, setting it again in the same scope replaces the
+        trigger (same id, new content, pending again), never duplicates: a
+        call that timed out may be retried safely.
+
+        Raises:
+            ValidationError: naming the field (nothing written).
         """
-        rows = [trigger_row(scope, condition=condition, task=task, identifier=identifier,
-                            write_id=check_write_id(write_id))]
+        rows = [trigger_row(scope, condition=condition, task=task, kind=kind, due_at=due_at, due_in=due_in,
+                            expires_at=expires_at, identifier=identifier, write_id=check_write_id(write_id),
+                            now=self.clock())]
         [trigger_id] = await self.write_triggers(scope, rows, write_id=rows[0]["write_id"])
         return trigger_id
 
@@ -84,9 +110,23 @@ class ProspectiveLayer:
     async def get_pending(
         self, scope: MemoryScope, *, write_id: str | None = None, limit: int | None = None
     ) -> list[Trigger]:
-        """Unresolved triggers the scope sees, oldest first (at most ``limit``)."""
+        """Unresolved triggers the scope sees, oldest first (at most ``limit``), due or not."""
         rows = await self.store.read("triggers_pending", **scope.params(), write_id=check_write_id(write_id),
                                      limit=MAX_COUNT if limit is None else positive_count("limit", limit))
+        return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
+
+    async def get_offerable(
+        self, scope: MemoryScope, *, now: datetime | float | None = None, write_id: str | None = None,
+        limit: int | None = None,
+    ) -> list[Trigger]:
+        """The triggers a turn of ``scope`` may be offered at ``now`` (default: the clock), oldest first.
+
+        Text triggers that are pending and time triggers that are due; none
+        expired or snoozed (see docs/prospective.md).
+        """
+        at = _time.instant("now", self.clock() if now is None else now)
+        rows = await self.store.read("triggers_offerable", **scope.params(), write_id=check_write_id(write_id),
+                                     limit=MAX_COUNT if limit is None else positive_count("limit", limit), now=at)
         return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
 
     async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> None:
@@ -98,26 +138,32 @@ class ProspectiveLayer:
 def trigger_row(
     scope: MemoryScope,
     *,
-    condition: object,
-    task: object,
-    identifier: object = None,
     write_id: str | None = None,
     field_prefix: str = "",
     keyed_by_content: bool = False,
+    now: float | None = None,
+    **fields: object,
 ) -> dict[str, Any]:
     """One validated trigger row for ``triggers_write`` (errors name ``field_prefix`` + the field).
 
-    With ``keyed_by_content``, a trigger without an identifier is keyed by the
-    hash of its condition and task, so writing it again replaces it (seed files).
+    ``fields`` are :class:`TriggerInput`'s (``condition``, ``task``, ``kind``,
+    ``due_at``, ...); a ``due_in`` is resolved from ``now`` (epoch seconds,
+    default the wall clock). With ``keyed_by_content``, a trigger without an
+    identifier is keyed by the hash of its content, so writing it again
+    replaces it (seed files).
     """
-    trigger = TriggerInput.read({"identifier": identifier, "condition": condition, "task": task}, field_prefix)
-    return trigger_input_row(scope, trigger, write_id=write_id, keyed_by_content=keyed_by_content)
+    trigger = TriggerInput.read(fields, field_prefix)
+    return trigger_input_row(scope, trigger, write_id=write_id, keyed_by_content=keyed_by_content, now=now)
 
 
 def trigger_input_row(
-    scope: MemoryScope, trigger: TriggerInput, *, write_id: str | None = None, keyed_by_content: bool = False
+    scope: MemoryScope, trigger: TriggerInput, *, write_id: str | None = None, keyed_by_content: bool = False,
+    now: float | None = None,
 ) -> dict[str, Any]:
-    """The ``triggers_write`` row of a validated :class:`TriggerInput` (keys taken from the scope)."""
+    """The ``triggers_write`` row of a validated :class:`TriggerInput` (keys taken from the scope).
+
+    A ``due_in`` becomes the row's ``due_at``: ``now`` (epoch seconds, default the wall clock) plus it.
+    """
     content, ident = trigger.content(), trigger.identifier
     trigger_id = new_id()
     if keyed_by_content and ident is None:
@@ -125,6 +171,9 @@ def trigger_input_row(
     else:
         key = trigger_key(scope, ident, trigger_id)
     key, base_key = staged_keys(key, write_id, stable=ident is not None or keyed_by_content)
+    if trigger.due_in is not None:
+        start = time.time() if now is None else now
+        content["due_at"] = _time.epoch_millis(_time.instant("due_in", min(start + trigger.due_in, _time.MAX_EPOCH)))
     return {
         **content,
         "id": trigger_id,
