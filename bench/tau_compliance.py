@@ -6,6 +6,7 @@ a Neo4j 5 server::
     eval "$(symfonic-graph server start)"        # or export NEO4J_URI/NEO4J_USER/NEO4J_PASSWORD
     python -m bench.tau_compliance               # both domains, every task
     python -m bench.tau_compliance --domain airline --limit 10
+    python -m bench.tau_compliance --traces DIR  # also DIR/tau_<domain>.jsonl.gz, for `rules replay`
 
 ``bench/policies/tau_<domain>.yaml`` is seeded into a fresh bench tenant, read back from the graph,
 and the tenant is deleted (also when the run fails). Each task's ground-truth actions run on the
@@ -21,6 +22,8 @@ docs/compliance.md explains the tables.
 from __future__ import annotations
 
 import argparse
+import gzip
+import json
 import os
 import sys
 import time
@@ -354,11 +357,35 @@ async def read_rules(domains: Sequence[str], keep: bool) -> dict[str, list[Any]]
     return skills
 
 
+def write_traces(domain: Domain, tasks: Sequence[Task], folder: Path) -> Path:
+    """The conversations without the gate, as ``rules replay`` reads them: ground truths, then perturbed copies.
+
+    One JSON line per conversation, ``{"id", "messages", "outcome"}``: a ground truth is
+    ``<task id>`` (outcome success), a perturbed copy ``<task id>~<tool>:<how>`` (failure),
+    stopping after its breaking call.
+    """
+    path = folder / f"tau_{domain.name}.jsonl.gz"
+    folder.mkdir(parents=True, exist_ok=True)
+    with gzip.open(path, "wt", encoding="utf-8") as fh:
+        for task in tasks:
+            fh.write(json.dumps({"id": task.id, "messages": play(domain, task, None).messages,
+                                 "outcome": "success"}) + "\n")
+        for p in PERTURBATIONS[domain.name]:
+            for task in tasks:
+                run = play(domain, task, None, p)
+                if run.applicable:
+                    fh.write(json.dumps({"id": f"{task.id}~{p.tool}:{p.how}", "messages": run.messages,
+                                         "outcome": "failure"}) + "\n")
+    return path
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.tau_compliance", description=__doc__.split("\n")[0])
     parser.add_argument("--domain", choices=DOMAINS, action="append", help="a domain (default: both)")
     parser.add_argument("--limit", type=int, default=None, help="only the first N tasks of each domain")
     parser.add_argument("--keep", action="store_true", help="keep the bench tenant's skills in the graph")
+    parser.add_argument("--traces", type=Path, default=None, metavar="DIR",
+                        help="also write the conversations (no gate) to DIR/tau_<domain>.jsonl.gz")
     args = parser.parse_args(argv)
     root = tau_bench_root()
     if root is None:
@@ -376,6 +403,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         print()
         gt, truth = ground_truth(domain, tasks, rules)
         print(report(name, gt, perturbed(domain, tasks, rules, truth)))
+        if args.traces is not None:
+            print(f"traces: {write_traces(domain, tasks, args.traces)}")
     print(f"\nran in {time.perf_counter() - started:.1f} s")
 
 
