@@ -178,7 +178,8 @@ def _print_effects(effects: Effects, wrote: bool) -> None:
         print("the script wrote to the graph, but to no tenant it names in a string literal, so nothing was "
               "bumped or checked: if it changed skills, bump each such tenant's catalog (MERGE (c:SymfonicCatalog "
               "{tenant_id: 'T'}) ON CREATE SET c.version = 0 SET c.version = c.version + 1), or turns keep the "
-              "rules they cached for up to max_age (10 s by default); then run `symfonic-graph doctor --tenant T`")
+              "rules they cached for up to recheck_every (300 s by default); then run "
+              "`symfonic-graph doctor --tenant T`")
     if effects.touched:
         tenants = ", ".join(effects.touched)
         if not effects.findings:

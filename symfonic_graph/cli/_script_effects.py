@@ -1,7 +1,7 @@
 """What an operator's Cypher script changed, and the follow-up ``cypher run`` does for it.
 
 A hand-written script that changes a tenant's skills must bump the tenant's
-catalog version, or turns keep the rules they cached for up to ``max_age``;
+catalog version, or turns keep the rules they cached for up to ``recheck_every``;
 and a mistake in it (a misspelt property, a deleted precondition) is silent
 until someone runs ``doctor``. ``cypher run`` closes that loop: it reads what
 each tenant the script names holds before and after the script

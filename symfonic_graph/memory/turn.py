@@ -30,6 +30,7 @@ from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from symfonic_graph.memory._catalog import Catalog, Compiler
 from symfonic_graph.memory._coalesce import Coalescer
+from symfonic_graph.memory._recheck import DEFAULT_RECHECK, edited, recheck_after
 from symfonic_graph.memory._snapshot import Saved, SnapshotDir, guarded_by, name_guarded
 from symfonic_graph.memory.triggers import PendingTrigger
 from symfonic_graph.memory.turn_scope import ScopeFrom, scope_from_turn, scope_of
@@ -43,7 +44,7 @@ from symfonic_graph.shape.scope import MemoryScope
 log = logging.getLogger("symfonic_graph.turn")
 
 DEFAULT_MAX_AGE = 10.0
-"""Seconds a cached catalog or snapshot may be reused (see ``TurnMemory``)."""
+"""Seconds the gate's snapshot may be reused before the catalog version is read again (see ``TurnMemory``)."""
 DEFAULT_OUTAGE_GRACE = 600.0
 """Seconds beyond ``max_age`` a scope's last catalog is still enforced while the store is down."""
 DEFAULT_MAX_TRIGGERS = 100
@@ -94,15 +95,26 @@ class TurnMemory:
     """One read per turn, with the tenant's skills cached by catalog version.
 
     The one lookup behind the gate, the pre-flight block and the LangGraph
-    wiring. Staleness has one bound, ``max_age``: with ``begin()`` once per
-    turn a library write (which bumps the catalog version) is enforced from the
-    next turn on; in every other case (a gate-only wiring, a plain-Cypher
-    seeder that does not bump the version) within ``max_age`` seconds.
+    wiring. With ``begin()`` once per turn a change that bumps the catalog
+    version (every library write, ``cypher run``, the documented seed
+    pattern) is enforced from the next turn on; a gate-only wiring within
+    ``max_age`` seconds; a plain-Cypher edit that does not bump the version
+    within ``recheck_every`` seconds (logged at WARNING when found).
 
     Args:
         store: the graph store.
-        max_age: seconds a cached catalog, or the snapshot the gate reuses, may
-            be old (default 10). ``0`` reads on every call.
+        max_age: seconds the snapshot the gate reuses may be old, after which
+            the catalog version is read again (default 10). ``0`` reads on
+            every call, the skills too.
+        recheck_every: seconds after which a catalog whose version did not
+            move is shipped again, to catch a plain-Cypher edit that did not
+            bump it (default None: 300, or 0 when ``max_age`` is 0). Each
+            scope's comes up to a quarter early, its own share, so scopes
+            read together do not ship again together. Rows identical to the
+            cached ones reuse their compiled rules; rows that differ are an
+            un-bumped edit: a WARNING names the skills, and when tenant-wide
+            skills changed every cached scope of the tenant reads them on
+            its next turn.
         scope_from: how the lookups find a turn's scope (default
             :func:`~symfonic_graph.turn_scope.scope_from_turn`: the runtime
             context, then ``config["configurable"]``, then ``state["memory_scope"]``).
@@ -164,6 +176,7 @@ class TurnMemory:
         outage_grace: float = DEFAULT_OUTAGE_GRACE,
         clock: Callable[[], float] = time.monotonic,
         snapshot_dir: str | Path | None = None,
+        recheck_every: float | None = None,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.max_triggers = positive_count("max_triggers", max_triggers)
@@ -181,8 +194,16 @@ class TurnMemory:
             raise ValidationError("outage_grace", f"must be a finite number of seconds >= 0, got {outage_grace!r}")
         if not callable(clock):
             raise ValidationError("clock", f"must be a () -> float callable, got {type(clock).__name__}")
+        if recheck_every is None:
+            recheck_every = DEFAULT_RECHECK if max_age > 0 else 0.0
+        if isinstance(recheck_every, bool) or not isinstance(recheck_every, (int, float)) or not (
+            0 <= recheck_every < float("inf")
+        ):
+            raise ValidationError("recheck_every", f"must be None or a finite number of seconds >= 0, "
+                                  f"got {recheck_every!r}")
         self.store = store
         self.max_age = float(max_age)
+        self.recheck_every = float(recheck_every)
         self.outage_grace = float(outage_grace)
         if not callable(wall_clock):
             raise ValidationError("wall_clock", f"must be a () -> float callable, got {type(wall_clock).__name__}")
@@ -224,7 +245,7 @@ class TurnMemory:
         scope = scope_of(scope, where="begin(scope)")
         now = self.clock()
         cached = self._catalogs.get(scope)
-        fresh = cached is not None and now - cached.fetched_at < self.max_age
+        fresh = cached is not None and now - cached.fetched_at < recheck_after(self.recheck_every, scope)
         known = cached.version if cached is not None and fresh else None
         last = cached  # the catalog an outage falls back to
         shipped = False
@@ -245,14 +266,37 @@ class TurnMemory:
                       "(run `symfonic-graph doctor`)", scope, _TORN_READS)
         telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
+        if not shipped:  # the version was confirmed: an outage's grace counts from this read
+            cached.read_at = now
+        if shipped and last is not None and cached.skills is not last.skills and (
+            row["version"] is not None and row["version"] == last.version
+        ):
+            self._unbumped(scope, last, cached)
         _remember(self._catalogs, scope, cached, self.max_scopes)
         self._loaded.pop(scope, None)  # the store answers: a later outage reads the file afresh
-        if shipped and self._disk is not None and scope not in self._saving:
+        if self._disk is not None and scope not in self._saving:  # rewritten when changed, else once a minute
             await self._save(self._disk, scope, cached)
         triggers = self._compiler.pending(scope, row["triggers"])
         snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
+
+    def _unbumped(self, scope: MemoryScope, before: Catalog, after: Catalog) -> None:
+        """A re-read found other skills under the same catalog version: an edit that did not bump it.
+
+        Logged at WARNING with the skills that changed; when a tenant-wide one
+        did, every cached scope of the tenant reads the skills on its next turn.
+        """
+        changed = edited(before.skills, after.skills)
+        if not changed:
+            return
+        log.warning("skills of %s changed without a catalog version bump (version %s): %s; bump the version "
+                    "after every plain-Cypher edit (docs/graph-model.md), or turns see such an edit only "
+                    "within recheck_every (%.0f s)", scope, after.version,
+                    ", ".join(i for i, _ in changed[:10]) + (" ..." if len(changed) > 10 else ""),
+                    self.recheck_every)
+        if any(namespace is None for _, namespace in changed):
+            self.invalidate(MemoryScope(scope.tenant_id))
 
     def _last_rules(
         self, scope: MemoryScope, last: Catalog | None, now: float, exc: StoreUnavailableError
@@ -323,7 +367,7 @@ class TurnMemory:
         see the tenant-wide skills); ``invalidate(MemoryScope("acme", "u1"))``
         that scope only. For a process that learns of a change the catalog
         version does not show (a plain-Cypher edit that does not bump it) and
-        will not wait ``max_age``. Rows identical to the cached ones still
+        will not wait ``recheck_every``. Rows identical to the cached ones still
         reuse their compiled rules; the gate's snapshot of the current turn
         is kept.
 

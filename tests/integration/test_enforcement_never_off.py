@@ -162,7 +162,7 @@ async def test_gate_only_wiring_follows_a_retraction_and_a_new_rule_within_max_a
 ) -> None:
     skill_id = await _seed(store, scope)
     now = [0.0]
-    memory = TurnMemory(store, max_age=0.5, clock=lambda: now[0])
+    memory = TurnMemory(store, max_age=0.5, recheck_every=2.0, clock=lambda: now[0])
     gate = create_precondition_gate_node(memory.get_active_skills)
     state = {"memory_scope": scope, "messages": [ai_calls(("deliver", "c1"))]}
     assert (await gate(state))["messages"][0].content.startswith(MISSING)
@@ -179,6 +179,9 @@ async def test_gate_only_wiring_follows_a_retraction_and_a_new_rule_within_max_a
     ship = {"memory_scope": scope, "messages": [ai_calls(("ship", "c2"))]}
     assert await gate(ship) == {}  # within max_age of the last read
     now[0] += 0.6
+    assert await gate(ship) == {}  # past max_age: the version did not move, the catalog is kept
+    now[0] += 2.0
+    # recheck_every after the last ship: the skills are shipped again and the un-bumped rule is enforced
     assert (await gate(ship))["messages"][0].content.startswith("Missing precondition: call review before ship")
 
 
