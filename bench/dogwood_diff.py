@@ -314,7 +314,9 @@ def base_scenarios() -> list[Scenario]:
                  (skill("update_baggages", {"tool": "get_reservation", "same_args": ["reservation_id"],
                                             "within": "user_turn"}),),
                  permit("update_baggages", [formerly("get_reservation", ["reservation_id"])]),
-                 expected="user_turn: Dogwood has no user turns; its nearest rule looks over the whole window"),
+                 expected="earlier_turn: Dogwood has no user turns; its nearest rule also counts a read made "
+                          "before the user's latest message",
+                 classify=_earlier_turn),
     ]
 
 
@@ -329,6 +331,35 @@ def _same_batch(messages: Sequence[Mapping[str, Any]], call_id: str) -> str:
                 return "in_flight"
             return "OTHER"
     return "OTHER"
+
+
+def _failed_before(messages: Sequence[Mapping[str, Any]], call_id: str) -> str:
+    """Names a disagreement on a call before which an earlier call of the same tool failed."""
+    names = {c["id"]: c["name"] for m in messages for c in m.get("tool_calls", ())}
+    for message in messages:
+        if call_id in (c["id"] for c in message.get("tool_calls", ())):
+            return "OTHER"
+        if message["role"] == "tool" and message.get("status") == "error" \
+                and names[message["tool_call_id"]] == names[call_id]:
+            return "failed_counted"
+    return "OTHER"
+
+
+def _earlier_turn(messages: Sequence[Mapping[str, Any]], call_id: str) -> str:
+    """Names a disagreement on a call whose reservation was read successfully only before the latest user message."""
+    calls = {c["id"]: c for m in messages for c in m.get("tool_calls", ())}
+    me, turn, read_in = calls[call_id], 0, set()
+    for message in messages:
+        if call_id in (c["id"] for c in message.get("tool_calls", ())):
+            break
+        if message["role"] == "user":
+            turn += 1
+        elif message["role"] == "tool" and message.get("status") != "error":
+            earlier = calls[message["tool_call_id"]]
+            if earlier["name"] == "get_reservation" and earlier["args"] == {"reservation_id":
+                                                                             me["args"]["reservation_id"]}:
+                read_in.add(turn)
+    return "earlier_turn" if read_in and turn not in read_in else "OTHER"
 
 
 def _since(tool: str, same: Sequence[str] | Mapping[str, str], output: Mapping[str, Any] | None, *,
@@ -396,8 +427,9 @@ def result_scenarios() -> list[Scenario]:
         Scenario("limit: max_calls, Dogwood counting requests", ("limit", "max_calls"),
                  (skill("cancel_reservation", {"limit": {"max_calls": 2, "per": "conversation"}}),),
                  permit("cancel_reservation", [f"exists (n: Long). (({requests}) == n && n <= 2)"]),
-                 expected="requests: Dogwood's count of requests takes in every earlier attempt, failed or "
-                          "denied; we count successful runs (and the calls allowed in the same AI message)"),
+                 expected="failed_counted: Dogwood's count of requests takes in every earlier attempt, failed "
+                          "ones too; we count successful runs (and the calls allowed in the same AI message)",
+                 classify=_failed_before),
         # Dogwood's temporal block has no arithmetic: "earlier sum + this amount <= 300" is one permit per amount.
         Scenario("limit: max_sum per conversation", ("limit", "max_sum"),
                  (skill("send_certificate", {"limit": {"max_sum": 300, "sum": "args.amount",
