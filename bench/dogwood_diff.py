@@ -643,6 +643,7 @@ def timing(schema: str, repeat: int) -> None:
     """One decision of each on the same 60-event history, CPU µs."""
     from dogwood import native
 
+    from symfonic_graph.rules._messages import parse_turn
     from symfonic_graph.rules.ruleset import rules_of
 
     messages = history_60()
@@ -662,6 +663,7 @@ def timing(schema: str, repeat: int) -> None:
     ours = best(lambda: gate_decisions(messages, scenario.skills, {}))
     compiled = rules_of(scenario.skills)
     ours_compiled = best(lambda: gate_decisions(messages, compiled, {}))
+    reading = best(lambda: parse_turn(messages))
     replay_full = best(lambda: native.replay(scenario.policy, schema, trace))
     replay_one = best(lambda: native.replay(scenario.policy, schema, trace.splitlines()[-1]))
 
@@ -686,6 +688,7 @@ def timing(schema: str, repeat: int) -> None:
     print(f"  our gate, gate_decisions over plain dict skills (compiles them, reads the conversation):"
           f" {ours:8.1f}")
     print(f"  our gate, gate_decisions over a compiled RuleSet (as TurnMemory hands it):          {ours_compiled:8.1f}")
+    print(f"    of which reading the 60 messages into events (parse_turn):                         {reading:8.1f}")
     print(f"  Dogwood replay of the 60-event trace (lowers the policy, parses, monitors every event):"
           f" {replay_full:8.1f}")
     print(f"  Dogwood replay of the action's event alone (the fixed cost: lowering, parsing):      {replay_one:8.1f}")
