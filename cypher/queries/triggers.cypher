@@ -159,3 +159,81 @@ CALL (t, owned) {
   SET t.status = 'resolved', t.resolved_at = datetime()
 }
 RETURN t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace, owned;
+
+// fragment: trigger_target
+// params: tenant_id, trigger_ref
+// Rows (t, owned, candidates): the trigger a lifecycle statement (ack,
+// snooze, cancel) acts on. First the tenant's trigger whose id is
+// $trigger_ref; only when there is none, the pending triggers whose
+// identifier it is, and only when none is pending, the newest one of that
+// identifier. Only triggers the scope may address (node_addressable);
+// `owned` when exactly of the scope (write authority); `candidates` counts
+// the owned matches: the statement changes a trigger only when it is one.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published
+CALL () {
+  MATCH (n:Trigger {tenant_id: $tenant_id, id: $trigger_ref}) RETURN n, 0 AS rank
+  UNION
+  MATCH (n:Trigger {tenant_id: $tenant_id, identifier: $trigger_ref})
+  RETURN n, CASE WHEN n.status = 'pending' THEN 1 ELSE 2 END AS rank
+}
+WITH n, rank, published
+WHERE
+  // include: node_addressable(n)
+WITH n, rank,
+     // include: node_owned(n)
+     AS owned
+ORDER BY rank, n.created_at DESC, n.id
+WITH collect({n: n, rank: rank, owned: owned}) AS found
+WITH CASE WHEN found[0].rank = 2 THEN found[0..1] ELSE [f IN found WHERE f.rank = found[0].rank] END AS best
+WITH best, size([f IN best WHERE f.owned]) AS candidates
+UNWIND best AS f
+WITH f.n AS t, f.owned AS owned, candidates
+
+// name: trigger_ack
+// params: tenant_id, namespace, trigger_ref
+// returns: id, tenant_id, namespace, owned, candidates, status, resolution
+// mode: write
+// Acknowledge a pending trigger (trigger_target): resolved, resolution
+// 'acknowledged', never offered again. A trigger already resolved is left as
+// it is (acknowledging twice changes nothing; a cancelled one stays cancelled).
+// include: trigger_target
+CALL (t, owned, candidates) {
+  WITH t WHERE owned AND candidates = 1 AND t.status = 'pending'
+  SET t.status = 'resolved', t.resolution = 'acknowledged', t.resolved_at = datetime()
+}
+RETURN t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace, owned, candidates,
+       t.status AS status, t.resolution AS resolution;
+
+// name: trigger_cancel
+// params: tenant_id, namespace, trigger_ref
+// returns: id, tenant_id, namespace, owned, candidates, status, resolution
+// mode: write
+// Cancel a pending trigger (trigger_target): resolved, resolution
+// 'cancelled', never offered again, and a recurring one makes no next
+// occurrence. A trigger already resolved is left as it is.
+// include: trigger_target
+CALL (t, owned, candidates) {
+  WITH t WHERE owned AND candidates = 1 AND t.status = 'pending'
+  SET t.status = 'resolved', t.resolution = 'cancelled', t.resolved_at = datetime()
+}
+RETURN t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace, owned, candidates,
+       t.status AS status, t.resolution AS resolution;
+
+// name: trigger_snooze
+// params: tenant_id, namespace, trigger_ref, until
+// returns: id, tenant_id, namespace, owned, candidates, status, resolution
+// mode: write
+// Snooze a pending trigger (trigger_target) until $until: not offered before
+// it, whatever its kind; then as before. Its offer key follows (when it has
+// one; an unkeyed trigger gets it from stamp_keys).
+// include: trigger_target
+CALL (t, owned, candidates) {
+  WITH t WHERE owned AND candidates = 1 AND t.status = 'pending'
+  SET t.snoozed_until = $until, t.updated_at = datetime()
+  WITH t WHERE t:SymfonicOfferKeyed
+  SET t.symfonic_offer_at =
+    // include: trigger_offer_at(t)
+}
+RETURN t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace, owned, candidates,
+       t.status AS status, t.resolution AS resolution;

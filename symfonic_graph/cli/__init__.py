@@ -17,7 +17,17 @@ from typing import Any
 
 from neo4j.exceptions import DriverError, Neo4jError
 
-from symfonic_graph.cli import _decisions, _inspect, _operator, _rules, _rules_trust, _server, _store_commands, _tenants
+from symfonic_graph.cli import (
+    _decisions,
+    _inspect,
+    _operator,
+    _rules,
+    _rules_trust,
+    _server,
+    _store_commands,
+    _tenants,
+    _triggers,
+)
 from symfonic_graph.cli._common import one_line
 from symfonic_graph.errors import SymfonicGraphError
 
@@ -35,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     _server.register(sub)
     _store_commands.register(sub)
     _operator.register(sub)
+    _triggers.register(sub)
     skills = _group(sub, "skills", "list skills; approve, reject, shadow or enforce one")
     _operator.register_skills(skills)
     _inspect.register(sub)

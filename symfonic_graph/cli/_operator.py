@@ -1,4 +1,4 @@
-"""Operator commands: seed, cypher run, skills, triggers, retract/restore, publish/discard."""
+"""Operator commands: seed, cypher run, skills, retract/restore, publish/discard (triggers: ``_triggers``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from symfonic_graph.cli._connect import open_store, run_script, run_statement
 from symfonic_graph.cli._script_effects import Effects, follow_up, snapshot, tenant_literals
 from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.memory.layers import ProceduralLayer, ProspectiveLayer
+from symfonic_graph.memory.layers import ProceduralLayer
 from symfonic_graph.ops.seedfile import load_seed_file, split_cypher_script
 from symfonic_graph.ops.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.rules.preconditions import action_tool_of
@@ -49,18 +49,6 @@ def register(sub: Any) -> None:
                      help="commit each statement on its own (e.g. schema changes, or CALL ... IN TRANSACTIONS); "
                           "a failure stops the script with the earlier statements committed")
     run.set_defaults(handler=lambda a: anyio.run(_cypher_run, a))
-
-    triggers = sub.add_parser("triggers", help="inspect and resolve stored reminders")
-    trig_actions = triggers.add_subparsers(dest="action", required=True, metavar="ACTION")
-    tlist = trig_actions.add_parser("list", help="pending triggers the scope sees")
-    add_scope_flags(tlist)
-    add_json_flag(tlist)
-    tlist.add_argument("--write-id", default=None, help="include this staged write")
-    tlist.set_defaults(handler=lambda a: anyio.run(_triggers_list, a))
-    resolve = trig_actions.add_parser("resolve", help="mark a trigger resolved")
-    resolve.add_argument("trigger_id")
-    add_scope_flags(resolve)
-    resolve.set_defaults(handler=lambda a: anyio.run(_triggers_resolve, a))
 
     for name, helptext in (("retract", "hide a node from every read"), ("restore", "undo retract")):
         p = sub.add_parser(name, help=helptext)
@@ -259,22 +247,6 @@ async def _skills_list(args: argparse.Namespace) -> int:
              f"precondition={_precondition_text(s)}" + _evidence_text(evidence.get(s.id))
              + ("  [retracted]" if s.retracted else "") + _staged_mark(s, args.write_id) for s in skills]
     emit(args, data, "\n".join(lines) or "(no skills)")
-    return 0
-
-
-async def _triggers_list(args: argparse.Namespace) -> int:
-    async with open_store() as store:
-        await notice_if_empty(store, args.tenant)
-        triggers = await ProspectiveLayer(store).get_pending(scope_of(args), write_id=args.write_id)
-    data = [t.model_dump(mode="json") for t in triggers]
-    emit(args, data, "\n".join(f"{t.id}  when: {t.condition}  ->  {t.task}" for t in triggers) or "(no triggers)")
-    return 0
-
-
-async def _triggers_resolve(args: argparse.Namespace) -> int:
-    async with open_store() as store:
-        await ProspectiveLayer(store).resolve_trigger(scope_of(args), args.trigger_id)
-    print(f"resolved {args.trigger_id}")
     return 0
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from symfonic_graph._store import (
     MAX_COUNT,
+    Check,
     GraphMemoryStore,
     Step,
     check_write_id,
@@ -22,13 +23,13 @@ from symfonic_graph._store import (
     tenant_token,
     trigger_key,
 )
-from symfonic_graph.errors import ValidationError
+from symfonic_graph.errors import NotFoundError, ValidationError
 from symfonic_graph.shape import _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import refuse_heavy_write, refuse_over_cap, trigger_weight
 from symfonic_graph.shape.inputs import TriggerInput
 from symfonic_graph.shape.models import Trigger, trigger_from_row
-from symfonic_graph.shape.scope import MemoryScope
+from symfonic_graph.shape.scope import MemoryScope, describe_scope
 
 
 class ProspectiveLayer:
@@ -60,9 +61,9 @@ class ProspectiveLayer:
         task: str,
         condition: str | None = None,
         kind: str | None = None,
-        due_at: datetime | float | None = None,
-        due_in: timedelta | float | None = None,
-        expires_at: datetime | float | None = None,
+        due_at: datetime | float | str | None = None,
+        due_in: timedelta | float | str | None = None,
+        expires_at: datetime | float | str | None = None,
         identifier: str | None = None,
         write_id: str | None = None,
     ) -> str:
@@ -129,10 +130,68 @@ class ProspectiveLayer:
                                      limit=MAX_COUNT if limit is None else positive_count("limit", limit), now=at)
         return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
 
-    async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> None:
-        """Mark a trigger resolved: it is no longer pending."""
-        params = {**scope.params(), "trigger_id": v.text("trigger_id", trigger_id)}
-        await self.store.write([Step("trigger_resolve", params, owned_by(scope, trigger_id))])
+    async def ack_trigger(self, scope: MemoryScope, trigger_id: str) -> str | None:
+        """Acknowledge a trigger (by id, or the identifier of a pending one): never offered again.
+
+        Acknowledging twice changes nothing; a cancelled trigger stays
+        cancelled. Returns None (the id of the next occurrence for a
+        recurring trigger).
+
+        Raises:
+            NotFoundError: no such trigger visible to ``scope``.
+            AuthorityError: the scope sees it but another scope owns it.
+            ValidationError: an identifier naming several pending triggers.
+        """
+        await self._lifecycle("trigger_ack", scope, trigger_id)
+        return None
+
+    async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> str | None:
+        """Mark a trigger resolved: it is no longer pending (the same as :meth:`ack_trigger`)."""
+        return await self.ack_trigger(scope, trigger_id)
+
+    async def cancel_trigger(self, scope: MemoryScope, trigger_id: str) -> None:
+        """Cancel a trigger (by id or identifier): never offered again, and a recurring one ends.
+
+        Raises:
+            NotFoundError, AuthorityError, ValidationError: as :meth:`ack_trigger`.
+        """
+        await self._lifecycle("trigger_cancel", scope, trigger_id)
+
+    async def snooze_trigger(self, scope: MemoryScope, trigger_id: str, until: datetime | float | str) -> None:
+        """Hold a pending trigger back until ``until`` (an aware datetime or epoch seconds), whatever its kind.
+
+        Raises:
+            ValidationError: ``until`` is not an instant, or the trigger is no longer pending.
+            NotFoundError, AuthorityError: as :meth:`ack_trigger`.
+        """
+        at = _time.instant("until", until)
+        row = await self._lifecycle("trigger_snooze", scope, trigger_id, until=at)
+        if row["status"] != "pending":
+            raise ValidationError("trigger_id", f"{trigger_id!r} is {row['resolution'] or 'resolved'}; only a "
+                                  "pending trigger can be snoozed. Nothing changed.")
+
+    async def _lifecycle(self, name: str, scope: MemoryScope, ref: str, **params: Any) -> dict[str, Any]:
+        """Run one lifecycle statement on the trigger ``ref`` names; return its row."""
+        args = {**scope.params(), "trigger_ref": v.text("trigger_id", ref), **params}
+        written = await self.store.write([Step(name, args, one_trigger(scope, ref))])
+        return written.one(name)
+
+
+def one_trigger(scope: MemoryScope, ref: str) -> Check:
+    """A step check for a lifecycle statement: exactly one trigger of the scope, else nothing changes."""
+    owned = owned_by(scope, ref)
+
+    def check(rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            raise NotFoundError(f"no trigger with id or identifier {ref!r} visible in {describe_scope(scope)}; "
+                                "check the id and the scope (`symfonic-graph triggers list` shows both)")
+        owned([next((r for r in rows if r.get("owned")), rows[0])])
+        if rows[0]["candidates"] > 1:
+            ids = ", ".join(str(r["id"]) for r in rows if r.get("owned"))
+            raise ValidationError("trigger_id", f"identifier {ref!r} names {rows[0]['candidates']} pending "
+                                  f"triggers in {describe_scope(scope)} ({ids}); give the id. Nothing changed.")
+
+    return check
 
 
 def trigger_row(
