@@ -84,7 +84,7 @@ RETURN count(*) AS skills, sum(size(preconditions)) AS preconditions;
 // returns: label, nodes
 // mode: write
 // Erase, step 2, one bounded batch: up to $limit other nodes of the scope:
-// triggers, facts, trigger-selection audit nodes, decision-log nodes, change records and, once the skills are
+// triggers, facts, trigger-selection audit nodes, decision-log nodes, change records, limit counters and, once the skills are
 // gone, the tenant's remaining preconditions (for a namespace: only those of
 // that namespace that no skill holds). Counts per label.
 CALL () {
@@ -106,6 +106,9 @@ CALL () {
   UNION ALL
   MATCH (n:SymfonicChange) WHERE n.tenant_id = $tenant_id AND ($whole_tenant OR n.namespace = $namespace)
   RETURN n, 'SymfonicChange' AS label
+  UNION ALL
+  MATCH (n:SymfonicLimit) WHERE n.tenant_id = $tenant_id AND ($whole_tenant OR n.namespace = $namespace)
+  RETURN n, 'SymfonicLimit' AS label
 }
 WITH n, label LIMIT $limit
 DETACH DELETE n

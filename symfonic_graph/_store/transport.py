@@ -234,6 +234,24 @@ class Transport:
 
         return await self._within_timeout(work, f"query {name}")
 
+    async def write_once(self, name: str, **params: Any) -> list[Row]:
+        """Run one named write query as an auto-commit query (one Bolt round trip); its rows.
+
+        For a single statement whose own atomicity is enough (a limit's
+        reservation). A transient failure is retried: the statement must be
+        safe to run twice, or fail closed when it is.
+        """
+        q = query(name)
+        q.check_args(params)
+        statement = neo4j.Query(q.text, timeout=self.query_timeout)
+
+        async def work() -> list[Row]:
+            async with self._session() as session:
+                result = await session.run(statement, params)
+                return [row_of(record) async for record in result]
+
+        return await self._within_timeout(work, f"query {name}", writes=True)
+
     async def write(self, steps: Sequence[Step | Statement]) -> Written:
         """Run named write queries in one transaction (all or nothing); their rows by step name.
 

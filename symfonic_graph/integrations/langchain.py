@@ -87,8 +87,11 @@ from symfonic_graph.integrations._shared import (
     REMINDERS_MARKER_KEY,
     REMINDERS_MARKER_VALUE,
     Cue,
+    earlier_siblings,
     last_human_text,
+    wall_time,
 )
+from symfonic_graph.memory.limits import LimitLedger
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
@@ -237,6 +240,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._shown: OrderedDict[tuple[MemoryScope, str], TurnSnapshot] = OrderedDict()
         self._linters: dict[frozenset[str], ToolLinter] = {}
         self._conversations = Conversations()
+        self._limits = LimitLedger(memory.store, memory.wall_clock)
+        self._decided: OrderedDict[str, MemoryScope] = OrderedDict()  # allowed call id -> its scope (releases)
         self._turn_scopes: OrderedDict[int, tuple[Sequence[Any], object, tuple[tuple[Any, Any], ...], MemoryScope]] = (
             OrderedDict())
 
@@ -365,7 +370,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         decision = await self.decide(request)
         answer = tool_message(decision)
         if answer is None:
-            return await handler(request)
+            result = await handler(request)
+            if isinstance(result, ToolMessage) and result.status == "error":  # a failed call frees its limit slots
+                await self._limits.release(self._decided.pop(decision.call_id or "", None), decision.call_id)
+            return result
         log.debug("gate answered %s (%s) instead of running it: %s",
                   decision.tool_name, decision.call_id, decision.verdict)
         return answer
@@ -401,11 +409,18 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ref = call_ref({"name": name, "args": dict(call.get("args") or {}), "id": call_id})
         if ref is None:  # no tool named: nothing to decide
             return GateDecision(name, call_id, "allowed")
-        history = self._conversations.read(messages).conversation.history_before(call_id)
+        conversation = self._conversations.read(messages).conversation
+        history = conversation.history_before(call_id)
         gate_state = state if isinstance(state, Mapping) else {"messages": messages}
         decisions = await run_gate(gate_state, watch.wrap(skills), strict=self.strict,
                                    count_failed_calls=self.count_failed_calls, turn=(history, [ref]),
-                                   guarded_tools=self.guarded_tools)
+                                   guarded_tools=self.guarded_tools, now=wall_time(self.memory),
+                                   in_flight=earlier_siblings(conversation, call_id))
+        decisions = await self._limits.reserve(scope, decisions)
+        if decisions and decisions[0].allowed and isinstance(call_id, str):
+            self._decided[call_id] = scope
+            while len(self._decided) > 10_000:
+                self._decided.popitem(last=False)
         await watch.emit(decisions, sink=self.decision_sink, strict=self.strict, calls=[(name, call_id)],
                          config=getattr(request.runtime, "config", None))
         return decisions[0] if decisions else GateDecision(name, call_id, "allowed")

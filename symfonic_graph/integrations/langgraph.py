@@ -49,7 +49,8 @@ from langgraph.types import Checkpointer, Command
 from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.integrations._adapters import Conversations, terminal_ai_message, tool_message
 from symfonic_graph.integrations._decisions import Watch, check_sink
-from symfonic_graph.integrations._shared import Cue, last_human_text
+from symfonic_graph.integrations._shared import Cue, last_human_text, wall_time
+from symfonic_graph.memory.limits import LimitLedger, uncounted
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
@@ -186,6 +187,7 @@ def _guarded_node(
     strict, guarded = policy
     lookup = _lookup_of(memory)
     conversations = Conversations()  # each message read once; a turn reads only what the last one did not
+    limits = LimitLedger(memory.store, memory.wall_clock) if isinstance(memory, TurnMemory) else None
 
     async def get_active_skills(state: Any, watch: Watch) -> Any:
         skills: Any
@@ -212,7 +214,9 @@ def _guarded_node(
         watch = Watch()
         decisions = await run_gate(_gate_state(state, [*messages[:-1], ai]),
                                    watch.wrap(functools.partial(get_active_skills, watch=watch)), strict=strict,
-                                   count_failed_calls=count_failed_calls, turn=turn, guarded_tools=guarded)
+                                   count_failed_calls=count_failed_calls, turn=turn, guarded_tools=guarded,
+                                   now=wall_time(memory))
+        decisions = await limits.reserve(watch.scope, decisions) if limits is not None else uncounted(decisions)
         await watch.emit(decisions, sink=sink, strict=strict, calls=[(c.name, c.id) for c in turn[1]], config=config)
         blocked = {i: m for i, d in enumerate(decisions) if (m := tool_message(d)) is not None}
         allowed = [call for i, call in enumerate(ai.tool_calls) if i not in blocked]
@@ -222,6 +226,10 @@ def _guarded_node(
             reduced = ai.model_copy(update={"tool_calls": allowed})
             tool_input = _with_messages(state, messages_key, [*messages[:-1], reduced])
             executed, others = _collect(await tool_node.ainvoke(tool_input, config), messages_key)
+            if limits is not None:  # a failed call frees its limit slots
+                for message in executed:
+                    if isinstance(message, ToolMessage) and message.status == "error":
+                        await limits.release(watch.scope, message.tool_call_id)
         update = {messages_key: _in_call_order(ai.tool_calls, blocked, executed)}
         return [update, *others] if others else update
 

@@ -48,6 +48,7 @@ EXPECTED_INDEXES = (
     "decision_tenant",
     "change_tenant",
     "erasure_tenant",
+    "limit_tenant",
     # The indexes behind the uniqueness constraints: ids, and the identifier
     # keys that make re-seeds replace and keep writes from taking over nodes.
     "skill_id_per_tenant",
@@ -56,6 +57,7 @@ EXPECTED_INDEXES = (
     "trigger_symfonic_key",
     "fact_id_per_tenant",
     "symfonic_catalog_tenant",
+    "symfonic_limit_key",
 )
 # Checks answered by one query each, a row per node (or edge) with its problems.
 _NODE_CHECKS = (

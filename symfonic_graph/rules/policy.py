@@ -37,7 +37,8 @@ from symfonic_graph.shape.expressions import Expression, ExpressionError, bindab
 from symfonic_graph.shape.names import bare_identifier
 from symfonic_graph.shape.rule_kinds import AnyPrecondition, CheckPrecondition, FactPrecondition, LimitPrecondition
 
-__all__ = ["Bindings", "Outcome", "any_outcome", "check_outcome", "fact_outcome", "limit_outcome", "utc_now"]
+__all__ = ["Bindings", "Outcome", "any_outcome", "check_outcome", "fact_outcome", "limit_amount", "limit_outcome",
+           "utc_now"]
 
 log = logging.getLogger("symfonic_graph.gate")
 
@@ -249,6 +250,20 @@ def limit_outcome(entry: LimitPrecondition, tool: str, args: Mapping[str, Any] |
         return Outcome("refused", message or f"the sum of `{entry.sum}` over `{tool}`'s runs would be {total:g}, "
                                              f"over {entry.max_sum:g} per {entry.per}")
     return MET
+
+
+def limit_amount(entry: LimitPrecondition, args: Mapping[str, Any] | None, bindings: Bindings) -> float | str:
+    """What one call adds to a ``max_sum`` limit (0 for a count), or why ``sum`` could not be evaluated."""
+    expression = entry.expression
+    if expression is None:
+        return 0.0
+    try:
+        value = evaluate(expression, _vars(expression, bindings, args, None))
+    except ExpressionError as exc:
+        return str(exc)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return f"it gave {type(value).__name__}, not a number"
+    return float(value)
 
 
 def fact_phrase(entry: FactPrecondition, *, quote: str = "") -> str:

@@ -27,10 +27,12 @@ from typing import Any, overload
 from symfonic_graph.rules.events import History
 from symfonic_graph.rules.policy import (
     Bindings,
+    Outcome,
     any_outcome,
     check_outcome,
     fact_outcome,
     fact_phrase,
+    limit_amount,
     limit_outcome,
     utc_now,
 )
@@ -137,6 +139,9 @@ class SkillCheck:
     shadow: bool = False
     refused: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
+    counted: tuple[tuple[str, LimitPrecondition, float], ...] = ()
+    """The skill's limits counted in the store (``per`` namespace or tenant): (rule key, limit, this call's
+    amount). The gate decided them over the conversation; a ``TurnMemory`` wiring reserves their slots."""
 
     @property
     def satisfied(self) -> bool:
@@ -170,6 +175,12 @@ class Rule:
     requirements: tuple[Requirement, ...] = ()
     shadow: bool = False
     problems: tuple[str, ...] = ()
+    identifier: str | None = None
+
+    @property
+    def key(self) -> str:
+        """The rule's name in the store's limit counters: its identifier (kept across re-seeds), else its id."""
+        return self.identifier or self.skill_id or self.label or ""
 
     @property
     def skill(self) -> Any:
@@ -211,6 +222,7 @@ class Rule:
         unreadable: list[str] = []
         refused: list[str] = []
         errors: list[str] = []
+        counted: list[tuple[str, LimitPrecondition, float]] = []
         for entry in self.requirements:
             if isinstance(entry, ToolPrecondition):
                 met, only_failed = tool_requirement_met(entry, args, history, count_failed=count_failed)
@@ -231,6 +243,12 @@ class Rule:
                     outcome = check_outcome(entry, args, bindings)
                 elif isinstance(entry, LimitPrecondition):
                     outcome = limit_outcome(entry, self.action_tool or "", args, history, bindings, in_flight)
+                    if outcome.status == "met" and entry.per != "conversation":
+                        amount = limit_amount(entry, args, bindings)
+                        if isinstance(amount, str):
+                            outcome = Outcome("error", f"`{entry.sum}` could not be evaluated ({amount})")
+                        else:
+                            counted.append((f"{self.key}#{self.requirements.index(entry)}", entry, amount))
                 else:
                     outcome = any_outcome(entry, args, history, bindings, count_failed=count_failed)
                 met = outcome.status == "met"
@@ -247,7 +265,7 @@ class Rule:
                 missing.append(requirement_phrase(entry))
         return SkillCheck(self.label, self.skill_id, tuple(requirement_phrase(e) for e in self.requirements),
                           tuple(missing), tuple(failed), tuple(unreadable), self.shadow, tuple(refused),
-                          tuple(errors))
+                          tuple(errors), tuple(counted))
 
 
 def _compiled(entries: Iterable[Any], action: str | None) -> tuple[tuple[Requirement, ...], tuple[Any, ...]]:
@@ -300,9 +318,13 @@ def _rule(skill: Any, *, pack: bool = False) -> Rule:
     problems = () if problem is None else (problem,)
     if type(source) is not PackedSkill:
         return Rule(source, action, _names(requirements), conditions, label, ident, requirements, typed.shadow,
-                    problems)
+                    problems, _identifier(typed.identifier))
     return Rule(source, shared(action), shared(_names(requirements)), shared(conditions),
-                shared(label), ident, shared(requirements), typed.shadow, problems)
+                shared(label), ident, shared(requirements), typed.shadow, problems, _identifier(typed.identifier))
+
+
+def _identifier(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
 def _names(requirements: tuple[Requirement, ...]) -> tuple[str, ...]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
 
-NOW = datetime(2024, 5, 15, 15, 0, tzinfo=timezone.utc)
+NOW = datetime(2024, 5, 15, 15, 0, tzinfo=UTC)
 RESERVATIONS = {
     "NEW01": {"reservation_id": "NEW01", "cabin": "economy", "insurance": "no", "created_at": "2024-05-15T09:00:00"},
     "BIZ02": {"reservation_id": "BIZ02", "cabin": "business", "insurance": "no", "created_at": "2024-05-01T09:00:00"},
@@ -158,7 +158,8 @@ async def test_the_clock_the_rules_read_is_the_turn_memory_wall_clock(store: Gra
         action_tool="cancel_reservation", precondition=PRECONDITION[:1])
     for clock, expected in ((NOW.timestamp, ["NEW01"]), (lambda: NOW.timestamp() + 86_400, [])):
         tools, cancelled = _tools()
-        agent = create_agent(_script("NEW01"), tools, middleware=[MemoryMiddleware(TurnMemory(store, wall_clock=clock))])
+        memory = TurnMemory(store, wall_clock=clock)
+        agent = create_agent(_script("NEW01"), tools, middleware=[MemoryMiddleware(memory)])
         await agent.ainvoke({"messages": [HumanMessage("cancel")]}, context=scope)
         assert cancelled == expected
     assert time.time() > NOW.timestamp()  # the default clock is today's: NEW01 is long past 24 h
@@ -178,7 +179,8 @@ async def test_a_rule_whose_expression_does_not_compile_is_refused_on_write_and_
     await store.driver.execute_query(
         "CREATE (s:Skill {id: $t + '-broken', tenant_id: $t, label: 'Broken', steps: ['cancel_reservation'],"
         " action_tool: 'cancel_reservation', status: 'approved', created_at: datetime()}) "
-        "CREATE (s)-[:REQUIRES {position: 0}]->(:Precondition {tenant_id: $t, kind: 'check', where: 'args.reason in ['})",
+        "CREATE (s)-[:REQUIRES {position: 0}]->"
+        "(:Precondition {tenant_id: $t, kind: 'check', where: 'args.reason in ['})",
         t=scope.tenant_id, database_=store.database)
     tools, cancelled = _tools()
     agent = create_agent(_script("NEW01"), tools, middleware=[MemoryMiddleware(TurnMemory(store))])
