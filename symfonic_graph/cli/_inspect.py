@@ -14,6 +14,7 @@ import anyio
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
+from symfonic_graph.cli._rules_trust import parse_now
 from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.learning.traces import load_traces
@@ -21,6 +22,7 @@ from symfonic_graph.memory.layers import ProceduralLayer
 from symfonic_graph.memory.turn import DEFAULT_MAX_TRIGGERS
 from symfonic_graph.ops.doctor import diagnose
 from symfonic_graph.rules.gate import GateDecision, explain_tool_call
+from symfonic_graph.rules.ruleset import SkillCheck
 from symfonic_graph.shape.records import bare_identifier
 
 
@@ -43,7 +45,9 @@ def register(sub: Any) -> None:
                          help="a JSON file with the conversation so far (a list of messages, or one trace "
                               "object with a `messages` list), read as the gate reads it; replaces --called")
     explain.add_argument("--args", dest="call_args", default=None,
-                         help="the call's arguments as a JSON object (for same_args preconditions)")
+                         help="the call's arguments as a JSON object (for same_args, facts, checks and limits)")
+    explain.add_argument("--now", default=None, metavar="TS",
+                         help="the time the rules' expressions see, an ISO timestamp (no zone: UTC; default: now)")
     explain.add_argument("--count-failed-calls", action="store_true",
                          help="count failed earlier results as calls, as a wiring with count_failed_calls=True does")
     explain.set_defaults(handler=lambda a: anyio.run(_explain, a))
@@ -76,20 +80,36 @@ def _load_state(path: Path | None) -> Any:
         raise ValidationError(f"--state {path}", f"not a readable JSON file: {exc}") from None
 
 
+def check_status(check: SkillCheck) -> str:
+    """What a matched skill says of the call: what is missing, refused or could not be evaluated, or "satisfied".
+
+    Example:
+        >>> check_status(SkillCheck("Cancel", "s1", ("check: Too late.",), (), refused=("Too late.",)))
+        'not allowed: Too late.'
+    """
+    parts = []
+    if check.missing:
+        parts.append("missing " + ", ".join(check.missing))
+    if check.refused:
+        parts.append("not allowed: " + "; ".join(dict.fromkeys(check.refused)))
+    if check.errors:
+        parts.append("could not be evaluated: " + "; ".join(dict.fromkeys(check.errors)))
+    return "; ".join(parts) or "satisfied"
+
+
 def render_decision(decision: GateDecision) -> str:
     """The decision trace as readable lines."""
     lines = [f"tool: {decision.tool_name}", f"verdict: {decision.verdict}"]
     lines.append(f"called before: {', '.join(sorted(decision.called)) or '(nothing)'}")
     for check in decision.matched:
-        status = "missing " + ", ".join(check.missing) if check.missing else "satisfied"
         lines.append(f"matched skill {check.label or '<unnamed>'} ({check.skill_id}): "
-                     f"requires {', '.join(check.required) or '(nothing)'} -> {status}")
+                     f"requires {', '.join(check.required) or '(nothing)'} -> {check_status(check)}")
     for dropped in decision.dropped:
         lines.append(f"dropped skill {dropped.label or '<unnamed>'} ({dropped.skill_id}): "
                      f"predicate {dropped.predicate!r} does not hold ({dropped.reason})")
     for check in decision.shadowed:
         lines.append(f"shadow skill {check.label or '<unnamed>'} ({check.skill_id}) would have blocked: "
-                     f"missing {', '.join(check.missing)} (reported, not enforced)")
+                     f"{check_status(check)} (reported, not enforced)")
     content = decision.content()
     if content:
         lines.append(f"error returned to the model: {content}")
@@ -126,21 +146,23 @@ async def _explain(args: argparse.Namespace) -> int:
     called = [c.strip() for c in args.called.split(",") if c.strip()]
     messages = _load_messages(args.messages)
     call_args = _load_args(args.call_args)
+    now = parse_now(args.now) if args.now is not None else None
     async with open_store() as store:
         await notice_if_empty(store, args.tenant)
         skills = await ProceduralLayer(store).query_skills(scope_of(args), action_tool=args.tool)
     decision = explain_tool_call(skills, args.tool, state=state, called=called, messages=messages, args=call_args,
-                                 count_failed_calls=args.count_failed_calls)
+                                 count_failed_calls=args.count_failed_calls, now=now)
     data = {
         "tool": decision.tool_name,
         "verdict": decision.verdict,
         "called": sorted(decision.called),
         "matched": [{"label": c.label, "skill_id": c.skill_id, "required": list(c.required),
-                     "missing": list(c.missing)} for c in decision.matched],
+                     "missing": list(c.missing), "refused": list(c.refused), "errors": list(c.errors)}
+                    for c in decision.matched],
         "dropped": [{"label": d.label, "skill_id": d.skill_id, "predicate": d.predicate, "reason": d.reason}
                     for d in decision.dropped],
-        "shadowed": [{"label": c.label, "skill_id": c.skill_id, "missing": list(c.missing)}
-                     for c in decision.shadowed],
+        "shadowed": [{"label": c.label, "skill_id": c.skill_id, "missing": list(c.missing),
+                      "refused": list(c.refused), "errors": list(c.errors)} for c in decision.shadowed],
         "content": decision.content(),
     }
     note = _called_note(decision, called, messages)
