@@ -48,7 +48,15 @@ from symfonic_graph.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.recall import MemoryLayer, RetrievalPolicy, recall_policy_for, without_prospective_recall
 from symfonic_graph.rules.preflight import build_preflight_contribution
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
-from symfonic_graph.shape.records import AnyPrecondition, StatePrecondition, TextPrecondition, ToolPrecondition
+from symfonic_graph.shape.records import (
+    AnyPrecondition,
+    CheckPrecondition,
+    FactPrecondition,
+    LimitPrecondition,
+    StatePrecondition,
+    TextPrecondition,
+    ToolPrecondition,
+)
 from symfonic_graph.shape.scope import MemoryScope
 from symfonic_graph.triggers import (
     GraphPendingTriggers,
@@ -62,11 +70,14 @@ __all__ = [
     "AnyPrecondition",
     "AuthenticationError",
     "AuthorityError",
+    "CheckPrecondition",
     "ConfigurationError",
     "Fact",
+    "FactPrecondition",
     "GrantEffects",
     "GraphMemoryStore",
     "GraphPendingTriggers",
+    "LimitPrecondition",
     "MemoryContractError",
     "MemoryLayer",
     "MemoryScope",
