@@ -13,13 +13,20 @@ ON CREATE SET t.id = row.id, t.created_at = datetime() + duration({microseconds:
 // A live row landing on a published, not yet folded write's node keeps it on
 // the catalog's list (as skills_write does): readers see one version.
 WITH t, row, seq,
-     row.write_id IS NULL AND t:SymfonicUnpublished AND t.symfonic_published_at IS NOT NULL AS listed
+     row.write_id IS NULL AND t:SymfonicUnpublished AND t.symfonic_published_at IS NOT NULL AS listed,
+     t.symfonic_series IS NOT NULL AND row.write_id IS NULL AS was_series
 SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row.identifier,
     t.condition = row.condition, t.task = row.task, t.status = 'pending', t.resolved_at = null,
     t.kind = coalesce(row.kind, 'text'),
     t.due_at = CASE WHEN row.due_at IS NULL THEN null ELSE datetime({epochMillis: row.due_at}) END,
     t.expires_at = CASE WHEN row.expires_at IS NULL THEN null ELSE datetime({epochMillis: row.expires_at}) END,
-    t.snoozed_until = null, t.resolution = null,
+    t.snoozed_until = null, t.resolution = null, t.recurrence = row.recurrence,
+    t.symfonic_series = CASE WHEN row.recurrence IS NULL THEN null ELSE coalesce(row.base_key, row.key) END,
+    t.symfonic_generation = CASE WHEN row.recurrence IS NULL THEN null
+                                 ELSE coalesce(t.symfonic_generation, -1) + 1 END,
+    t.symfonic_occurrence = CASE WHEN row.recurrence IS NULL THEN null ELSE 0 END,
+    t.symfonic_series_start = CASE WHEN row.recurrence IS NULL OR row.due_at IS NULL THEN null
+                                   ELSE datetime({epochMillis: row.due_at}) END,
     t.updated_at = datetime(), t.symfonic_base_key = row.base_key,
     t.symfonic_scope = row.tenant_id + '\u001F' + coalesce(row.namespace, ''),
     t.symfonic_tenant_token = row.tenant_token, t:SymfonicScoped:SymfonicTokened:SymfonicOfferKeyed,
@@ -28,6 +35,16 @@ REMOVE t:SymfonicRetracted, t:SymfonicUnpublished
 FOREACH (_ IN CASE WHEN row.write_id IS NULL AND NOT listed THEN [] ELSE [1] END | SET t:SymfonicUnpublished)
 SET t.symfonic_offer_at =
   // include: trigger_offer_at(t)
+// Setting a recurring trigger again (its identifier) starts its series over:
+// the later occurrences still pending are retired (resolution 'replaced').
+WITH t, seq, was_series
+CALL (t, was_series) {
+  WITH t WHERE was_series
+  MATCH (o:Trigger {symfonic_scope: t.symfonic_scope, status: 'pending'})
+  USING INDEX o:Trigger(symfonic_scope, status)
+  WHERE o.symfonic_series = t.symfonic_key AND o <> t
+  SET o.status = 'resolved', o.resolution = 'replaced', o.resolved_at = datetime()
+}
 WITH seq, t ORDER BY seq
 RETURN collect(t.id) AS ids;
 
@@ -190,20 +207,59 @@ WITH best, size([f IN best WHERE f.owned]) AS candidates
 UNWIND best AS f
 WITH f.n AS t, f.owned AS owned, candidates
 
-// name: trigger_ack
+// name: trigger_lookup
 // params: tenant_id, namespace, trigger_ref
-// returns: id, tenant_id, namespace, owned, candidates, status, resolution
+// returns: id, owned, candidates, status, resolution, recurrence, due_at, series_start, expires_at
+// mode: read
+// What acknowledging the trigger $trigger_ref names needs to know before
+// it runs: its recurrence and times (epoch milliseconds, null when not a
+// zoned datetime), so the caller computes the next occurrence.
+// include: trigger_target
+RETURN t.id AS id, owned, candidates, t.status AS status, t.resolution AS resolution,
+       t.recurrence AS recurrence,
+       CASE WHEN valueType(t.due_at) STARTS WITH 'ZONED DATETIME' THEN t.due_at.epochMillis END AS due_at,
+       CASE WHEN valueType(t.symfonic_series_start) STARTS WITH 'ZONED DATETIME'
+            THEN t.symfonic_series_start.epochMillis END AS series_start,
+       CASE WHEN valueType(t.expires_at) STARTS WITH 'ZONED DATETIME' THEN t.expires_at.epochMillis END AS expires_at;
+
+// name: trigger_ack
+// params: tenant_id, namespace, trigger_ref, next
+// returns: id, tenant_id, namespace, owned, candidates, status, resolution, next_id
 // mode: write
 // Acknowledge a pending trigger (trigger_target): resolved, resolution
 // 'acknowledged', never offered again. A trigger already resolved is left as
 // it is (acknowledging twice changes nothing; a cancelled one stays cancelled).
+// For an acknowledged recurring occurrence and a $next ({id, due_at,
+// tenant_token}, computed by the caller from its RRULE), the next occurrence:
+// one node per (series, generation, occurrence number), under a unique key,
+// so however many acknowledgements of one occurrence race, exactly one next
+// occurrence exists and each of them returns its id.
 // include: trigger_target
 CALL (t, owned, candidates) {
   WITH t WHERE owned AND candidates = 1 AND t.status = 'pending'
   SET t.status = 'resolved', t.resolution = 'acknowledged', t.resolved_at = datetime()
 }
+OPTIONAL CALL (t, owned, candidates) {
+  WITH t WHERE owned AND candidates = 1 AND $next IS NOT NULL AND t.resolution = 'acknowledged'
+    AND t.recurrence IS NOT NULL
+  WITH t, coalesce(t.symfonic_series, t.symfonic_key, t.id) AS series, coalesce(t.symfonic_generation, 0) AS gen,
+       coalesce(t.symfonic_occurrence, 0) + 1 AS number
+  MERGE (n:Trigger {symfonic_key: series + '\u0000occ:' + toString(gen) + ':' + toString(number)})
+  ON CREATE SET n.id = $next.id, n.created_at = datetime(), n.updated_at = datetime(),
+    n.tenant_id = t.tenant_id, n.namespace = t.namespace, n.identifier = t.identifier,
+    n.condition = t.condition, n.task = t.task, n.kind = t.kind, n.recurrence = t.recurrence,
+    n.expires_at = t.expires_at, n.status = 'pending', n.resolved_at = null,
+    n.due_at = datetime({epochMillis: $next.due_at}), n.symfonic_offer_at = datetime({epochMillis: $next.due_at}),
+    n.symfonic_series = series, n.symfonic_generation = gen, n.symfonic_occurrence = number,
+    n.symfonic_series_start = coalesce(t.symfonic_series_start, t.due_at),
+    n.symfonic_tenant_token = $next.tenant_token,
+    n.symfonic_scope =
+      // include: trigger_scope_of
+    , n:SymfonicScoped:SymfonicTokened:SymfonicOfferKeyed
+  RETURN n.id AS next_id
+}
 RETURN t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace, owned, candidates,
-       t.status AS status, t.resolution AS resolution;
+       t.status AS status, t.resolution AS resolution, next_id;
 
 // name: trigger_cancel
 // params: tenant_id, namespace, trigger_ref

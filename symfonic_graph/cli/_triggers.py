@@ -50,6 +50,8 @@ def register(sub: Any) -> None:
     add.add_argument("--due-at", default=None, metavar="TIME", help="offered from this time on")
     add.add_argument("--due-in", default=None, metavar="DURATION", help="offered from now + this on")
     add.add_argument("--expires-at", default=None, metavar="TIME", help="never offered at or after this time")
+    add.add_argument("--recurrence", default=None, metavar="RRULE",
+                     help="a time trigger repeats: e.g. FREQ=WEEKLY;BYDAY=MO (acknowledging makes the next)")
     add.add_argument("--identifier", default=None, help="a stable key: adding it again replaces it")
     add.add_argument("--write-id", default=None, help="stage the write; `publish` makes it visible")
     add.set_defaults(handler=lambda a: anyio.run(_add, a))
@@ -108,7 +110,7 @@ async def _add(args: argparse.Namespace) -> int:
         trigger_id = await ProspectiveLayer(store).set_trigger(
             scope_of(args), task=args.task, condition=args.condition, kind=args.kind,
             due_at=_instant(args.due_at), due_in=args.due_in, expires_at=_instant(args.expires_at),
-            identifier=args.identifier, write_id=args.write_id)
+            recurrence=args.recurrence, identifier=args.identifier, write_id=args.write_id)
     emit(args, {"id": trigger_id}, trigger_id)
     return 0
 

@@ -37,7 +37,7 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.shape import _time
+from symfonic_graph.shape import _recurrence, _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import MAX_KEY_PART, check_sizes
 from symfonic_graph.shape.records import (
@@ -204,7 +204,8 @@ TRIGGER_KINDS = ("text", "time")
 """The kinds of reminder a trigger can be: matched by the caller's evaluator, or due at a time."""
 
 
-_TRIGGER_DEFAULTS: Mapping[str, Any] = {"kind": "text", "due_at": None, "due_in": None, "expires_at": None}
+_TRIGGER_DEFAULTS: Mapping[str, Any] = {"kind": "text", "due_at": None, "due_in": None, "expires_at": None,
+                                         "recurrence": None}
 
 
 class TriggerInput(WriteInput):
@@ -215,6 +216,9 @@ class TriggerInput(WriteInput):
     acknowledged; ``due_in``, a duration, is resolved to ``due_at`` when
     written). Absent, it is ``"time"`` when a due time is given, else
     ``"text"``. ``expires_at`` (any kind): never offered at or after it.
+    ``recurrence`` (a time trigger): one RRULE (``FREQ=WEEKLY;BYDAY=MO``)
+    whose start is the first due time; acknowledging an occurrence makes the
+    next one.
     Instants take an aware datetime, epoch seconds or an ISO 8601 string with
     an offset (``symfonic_graph.shape._time``).
 
@@ -236,6 +240,7 @@ class TriggerInput(WriteInput):
     due_at: datetime | None = None
     due_in: float | None = None
     expires_at: datetime | None = None
+    recurrence: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -282,6 +287,11 @@ class TriggerInput(WriteInput):
     def _due_in(cls, value: object) -> float | None:
         return None if value is None else _time.seconds("due_in", value)
 
+    @field_validator("recurrence", mode="plain")
+    @classmethod
+    def _recurrence(cls, value: object, info: ValidationInfo) -> str | None:
+        return None if value is None else _recurrence.rule("recurrence", value, info.data.get("due_at"))
+
     @model_validator(mode="after")
     def _sizes(self) -> Self:
         for name in ("condition", "task"):  # every turn of the scope ships them
@@ -294,6 +304,8 @@ class TriggerInput(WriteInput):
         elif self.due_at is not None or self.due_in is not None:
             raise ValidationError("due_at" if self.due_at is not None else "due_in",
                                   f'only a time trigger has a due time (kind "time", not {self.kind!r})')
+        if self.recurrence is not None and self.kind != "time":
+            raise ValidationError("recurrence", "only a time trigger recurs (its first due time starts the rule)")
         if self.expires_at is not None and self.due_at is not None and self.expires_at <= self.due_at:
             raise ValidationError("expires_at", "must be after due_at (it would never be offered)")
         return self

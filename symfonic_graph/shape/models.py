@@ -236,7 +236,8 @@ class Trigger(_Record):
     expires_at: _Date = None
     snoozed_until: _Date = None
     resolution: str | None = None
-    """How a resolved trigger ended: ``acknowledged`` or ``cancelled`` (None while pending)."""
+    """How a resolved trigger ended: ``acknowledged``, ``cancelled`` or ``replaced`` (None while pending)."""
+    recurrence: str | None = None
 
 
 class Fact(_Record):

@@ -204,6 +204,9 @@ def test_the_cli_adds_lists_acknowledges_snoozes_and_cancels(neo4j_settings: Neo
     assert cli("list", "--now") == []
     assert cli("cancel", "renewal")["done"] == "cancelled"
     assert [t["id"] for t in cli("list")] == [text]
+    weekly = cli("add", "--task", "Weekly.", "--due-at", "2020-01-06T09:00:00Z", "--recurrence", "FREQ=WEEKLY")["id"]
+    following = cli("ack", weekly)["next"]
+    assert following and [t["id"] for t in cli("list") if t["recurrence"]] == [following]
     bad = run_cli_on(neo4j_settings, "triggers", "add", "--task", "x", "--due-at", "tomorrow", *scope)
     assert bad.returncode != 0 and "due_at: must be an ISO 8601 time" in bad.stderr
     missing = run_cli_on(neo4j_settings, "triggers", "ack", "nope", *scope)

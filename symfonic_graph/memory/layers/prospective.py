@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
@@ -24,12 +25,14 @@ from symfonic_graph._store import (
     trigger_key,
 )
 from symfonic_graph.errors import NotFoundError, ValidationError
-from symfonic_graph.shape import _time
+from symfonic_graph.shape import _recurrence, _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import refuse_heavy_write, refuse_over_cap, trigger_weight
 from symfonic_graph.shape.inputs import TriggerInput
 from symfonic_graph.shape.models import Trigger, trigger_from_row
 from symfonic_graph.shape.scope import MemoryScope, describe_scope
+
+log = logging.getLogger("symfonic_graph.triggers")
 
 
 class ProspectiveLayer:
@@ -64,6 +67,7 @@ class ProspectiveLayer:
         due_at: datetime | float | str | None = None,
         due_in: timedelta | float | str | None = None,
         expires_at: datetime | float | str | None = None,
+        recurrence: str | None = None,
         identifier: str | None = None,
         write_id: str | None = None,
     ) -> str:
@@ -73,7 +77,9 @@ class ProspectiveLayer:
         evaluator) or ``"time"`` (offered on every turn at or after
         ``due_at``, an aware datetime or epoch seconds, or ``due_in`` from
         now, a timedelta or seconds); absent, ``"time"`` when a due time is
-        given. ``expires_at``: never offered at or after it. With an
+        given. ``expires_at``: never offered at or after it. ``recurrence``
+        (a time trigger): an RRULE such as ``FREQ=WEEKLY;BYDAY=MO`` started at
+        the first due time (see :meth:`ack_trigger`). With an
         ``identifier``, setting it again in the same scope replaces the
         trigger (same id, new content, pending again), never duplicates: a
         call that timed out may be retried safely.
@@ -82,7 +88,8 @@ class ProspectiveLayer:
             ValidationError: naming the field (nothing written).
         """
         rows = [trigger_row(scope, condition=condition, task=task, kind=kind, due_at=due_at, due_in=due_in,
-                            expires_at=expires_at, identifier=identifier, write_id=check_write_id(write_id),
+                            expires_at=expires_at, recurrence=recurrence, identifier=identifier,
+                            write_id=check_write_id(write_id),
                             now=self.clock())]
         [trigger_id] = await self.write_triggers(scope, rows, write_id=rows[0]["write_id"])
         return trigger_id
@@ -134,16 +141,45 @@ class ProspectiveLayer:
         """Acknowledge a trigger (by id, or the identifier of a pending one): never offered again.
 
         Acknowledging twice changes nothing; a cancelled trigger stays
-        cancelled. Returns None (the id of the next occurrence for a
-        recurring trigger).
+        cancelled. For a recurring trigger, acknowledging an occurrence makes
+        the next one (the first of its RRULE after both this one's due time
+        and now, before ``expires_at``) and returns its id: exactly one, however
+        many acknowledgements of the occurrence race. Otherwise returns None.
 
         Raises:
             NotFoundError: no such trigger visible to ``scope``.
             AuthorityError: the scope sees it but another scope owns it.
             ValidationError: an identifier naming several pending triggers.
         """
-        await self._lifecycle("trigger_ack", scope, trigger_id)
-        return None
+        ref = v.text("trigger_id", trigger_id)
+        following = None
+        rows = await self.store.read("trigger_lookup", **scope.params(), trigger_ref=ref)
+        if len(rows) == 1 and rows[0]["owned"] and rows[0]["recurrence"] is not None:
+            following = self._next(rows[0], scope)
+        row = await self._lifecycle("trigger_ack", scope, ref, next=following)
+        return None if row["next_id"] is None else str(row["next_id"])
+
+    def _next(self, row: dict[str, Any], scope: MemoryScope) -> dict[str, Any] | None:
+        """The next occurrence of a recurring trigger's row (``trigger_lookup``), or None when its rule ended.
+
+        The first occurrence after both the acknowledged one's due time and now (missed ones are skipped),
+        before ``expires_at``.
+        """
+        if row["due_at"] is None:
+            return None
+        due = _time.from_millis(row["due_at"])
+        start = _time.from_millis(row["series_start"]) if row["series_start"] is not None else due
+        now = _time.instant("clock()", self.clock())
+        try:
+            body = _recurrence.rule("recurrence", row["recurrence"], start)
+            at = _recurrence.next_occurrence(body, start, after=max(due, now))
+        except (ValidationError, ValueError, OverflowError) as exc:
+            log.warning("trigger %s has a recurrence that cannot be evaluated (%s); acknowledged without a "
+                        "next occurrence (`symfonic-graph doctor` reports it)", row["id"], exc)
+            return None
+        if at is None or (row["expires_at"] is not None and _time.epoch_millis(at) >= row["expires_at"]):
+            return None
+        return {"id": new_id(), "due_at": _time.epoch_millis(at), "tenant_token": tenant_token(scope.tenant_id)}
 
     async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> str | None:
         """Mark a trigger resolved: it is no longer pending (the same as :meth:`ack_trigger`)."""
