@@ -130,6 +130,8 @@ class CallResult:
     raw: Any = dataclass_field(default=None, repr=False, compare=False)
     """The result's content as the message held it (a string, or the texts of its blocks joined)."""
     _parsed: Any = dataclass_field(default=_UNPARSED, init=False, repr=False, compare=False)
+    scope: Any = dataclass_field(default=None, init=False, repr=False, compare=False)
+    """What rules' expressions bound of this result (set by the rules on first use; reused by every decision)."""
 
     @classmethod
     def of(cls, call: ToolCall, *, failed: bool, content: Any = None) -> CallResult:

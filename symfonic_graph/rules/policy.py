@@ -33,7 +33,7 @@ from typing import Any, Literal
 
 from symfonic_graph.rules.events import CallResult, History
 from symfonic_graph.rules.preconditions import same_arguments
-from symfonic_graph.shape.expressions import Expression, ExpressionError, bindable, evaluate, evaluate_bool
+from symfonic_graph.shape.expressions import Expression, ExpressionError, Scope, bindable, evaluate, evaluate_bool
 from symfonic_graph.shape.names import bare_identifier
 from symfonic_graph.shape.rule_kinds import AnyPrecondition, CheckPrecondition, FactPrecondition, LimitPrecondition
 
@@ -64,12 +64,19 @@ def utc_now() -> datetime:
 class Bindings:
     """What the expressions of one decision read besides ``args``: the state and the clock (converted once)."""
 
-    __slots__ = ("_state", "now", "raw_state")
+    __slots__ = ("_args", "_state", "now", "raw_state")
 
     def __init__(self, state: object, now: datetime) -> None:
         self.raw_state = state
         self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         self._state: Any = None
+        self._args: tuple[object, Any] = (None, None)
+
+    def args(self, args: object) -> Any:
+        """``args`` as expressions read them (converted once per call, however many rules read them)."""
+        if self._args[0] is not args:
+            self._args = (args, bindable(args) if isinstance(args, Mapping) else {})
+        return self._args[1]
 
     @property
     def state(self) -> Any:
@@ -83,7 +90,7 @@ def _vars(expression: Expression, bindings: Bindings, args: object, result: Call
     names = expression.names
     out: dict[str, Any] = {}
     if "args" in names:
-        out["args"] = bindable(args) if isinstance(args, Mapping) else {}
+        out["args"] = bindings.args(args)
     if "now" in names:
         out["now"] = bindings.now
     if "state" in names:
@@ -96,10 +103,22 @@ def _vars(expression: Expression, bindings: Bindings, args: object, result: Call
     return out
 
 
+def _scope(result: CallResult) -> Scope:
+    """The result's ``result`` and ``call`` bound once (kept on the result: every later decision reuses them)."""
+    scope: Scope | None = result.scope
+    if scope is None:
+        scope = Scope({"result": bindable(result.content),
+                       "call": bindable(result.args) if isinstance(result.args, Mapping) else {}})
+        object.__setattr__(result, "scope", scope)
+    return scope
+
+
 def _holds(expression: Expression, bindings: Bindings, args: object, result: CallResult | None) -> bool | str:
     """True or False, or why it could not be evaluated."""
     try:
-        return evaluate_bool(expression, _vars(expression, bindings, args, result))
+        if result is None:
+            return evaluate_bool(expression, _vars(expression, bindings, args, None))
+        return evaluate_bool(expression, _vars(expression, bindings, args, None), _scope(result))
     except ExpressionError as exc:
         return str(exc)
 
@@ -113,9 +132,16 @@ def _pairs_match(pairs: Sequence[tuple[str, str]], args: Mapping[str, Any] | Non
     for ours, theirs in pairs:
         if ours not in args or theirs not in earlier:
             return False
-        if not same_arguments(["v"], {"v": args[ours]}, {"v": earlier[theirs]}):
+        mine, theirs_value = args[ours], earlier[theirs]
+        if type(mine) is type(theirs_value) and type(mine) in _PLAIN:
+            if mine != theirs_value:
+                return False
+        elif not same_arguments(["v"], {"v": mine}, {"v": theirs_value}):
             return False
     return True
+
+
+_PLAIN = frozenset({str, int, bool})  # equal as JSON values iff equal in Python
 
 
 def _voided(entry: FactPrecondition, index: int, results: Sequence[CallResult]) -> bool:
@@ -136,6 +162,17 @@ def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, his
     """The earlier successful calls of the fact's tool it may be met by (window, ``same_args``, voids, ``latest``)."""
     name = bare_identifier(entry.tool)
     results = history.results
+    if entry.latest:  # the most recent call that matches: walk back, stop at the first
+        for index in range(len(results) - 1, -1, -1):
+            result = results[index]
+            if result.name != name or result.failed:
+                continue
+            if entry.within == "user_turn" and result.user_turn < history.user_turn:
+                break
+            if not _pairs_match(entry.same_args, args, result.args):
+                continue
+            return [] if entry.voided_by and _voided(entry, index, results) else [result]
+        return []
     found: list[CallResult] = []
     for index, result in enumerate(results):
         if result.name != name or result.failed:
@@ -145,17 +182,9 @@ def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, his
         if not _pairs_match(entry.same_args, args, result.args):
             continue
         if entry.voided_by and _voided(entry, index, results):
-            if not entry.latest:
-                continue
-            found.append(_VOID)
             continue
         found.append(result)
-    if entry.latest and found:
-        found = found[-1:]
-    return [r for r in found if r is not _VOID]
-
-
-_VOID = CallResult("", None, True, 0)  # a voided call kept in place so that ``latest`` sees it was the latest
+    return found
 
 
 def fact_outcome(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History,
@@ -191,8 +220,22 @@ def check_outcome(entry: CheckPrecondition, args: Mapping[str, Any] | None, bind
 
 
 def any_outcome(entry: AnyPrecondition, args: Mapping[str, Any] | None, history: History, bindings: Bindings,
-                *, count_failed: bool = False) -> Outcome:
-    """One alternative holds; else missing when a further call could still meet one, else refused or error."""
+                *, count_failed: bool = False, action: str | None = None) -> Outcome:
+    """One alternative holds; else missing when a further call could still meet one, else refused or error.
+
+    A missing call is never the ``action`` itself (a fact over earlier runs of the action cannot be met by
+    calling it first): such an alternative counts as refused, with its message. When a further call can
+    still meet the group, the block names it and says why the alternatives already tried do not hold.
+
+    Example:
+        >>> from datetime import datetime, timezone
+        >>> group = AnyPrecondition(alternatives=(
+        ...     FactPrecondition(tool="find_by_email", where="result == args.user_id", message="Not this user."),
+        ...     FactPrecondition(tool="find_by_name_zip", where="result == args.user_id", message="Not this user.")))
+        >>> history = History((CallResult("find_by_email", {}, False, 1, '"u2"'),), 1)
+        >>> any_outcome(group, {"user_id": "u1"}, history, Bindings({}, datetime.now(timezone.utc))).detail
+        'find_by_name_zip (the others do not hold: Not this user.)'
+    """
     missing: list[str] = []
     refused: list[str] = []
     errors: list[str] = []
@@ -207,16 +250,25 @@ def any_outcome(entry: AnyPrecondition, args: Mapping[str, Any] | None, history:
             continue
         if isinstance(alternative, FactPrecondition):
             outcome = fact_outcome(alternative, args, history, bindings)
+            if outcome.status == "missing" and action is not None and bare_identifier(alternative.tool) == action:
+                outcome = Outcome("refused", alternative.message or f"no earlier `{action}` call meets it")
         else:
             outcome = check_outcome(alternative, args, bindings)
         if outcome.status == "met":
             return MET
         {"missing": missing, "refused": refused, "error": errors}[outcome.status].append(outcome.detail)
     if missing:
-        return Outcome("missing", " or ".join(dict.fromkeys(missing)))
+        detail = " or ".join(dict.fromkeys(missing))
+        tried = [*dict.fromkeys(refused), *dict.fromkeys(errors)]
+        return Outcome("missing", f"{detail} (the others do not hold: {' '.join(_sentences(tried))})" if tried
+                       else detail)
     if errors:
         return Outcome("error", "; ".join(dict.fromkeys(errors)))
     return Outcome("refused", " Or: ".join(dict.fromkeys(refused)))
+
+
+def _sentences(texts: Sequence[str]) -> list[str]:
+    return [t if t.rstrip()[-1:] in ".!?" else t + "." for t in texts]
 
 
 def limit_outcome(entry: LimitPrecondition, tool: str, args: Mapping[str, Any] | None, history: History,

@@ -239,6 +239,8 @@ class Rule:
                     bindings = Bindings(None, utc_now())
                 if isinstance(entry, FactPrecondition):
                     outcome = fact_outcome(entry, args, history, bindings)
+                    if outcome.status == "missing" and entry.tool == self.action_tool:  # never "call A before A"
+                        outcome = Outcome("refused", entry.message or f"no earlier `{entry.tool}` call meets it")
                 elif isinstance(entry, CheckPrecondition):
                     outcome = check_outcome(entry, args, bindings)
                 elif isinstance(entry, LimitPrecondition):
@@ -250,7 +252,8 @@ class Rule:
                         else:
                             counted.append((f"{self.key}#{self.requirements.index(entry)}", entry, amount))
                 else:
-                    outcome = any_outcome(entry, args, history, bindings, count_failed=count_failed)
+                    outcome = any_outcome(entry, args, history, bindings, count_failed=count_failed,
+                                          action=self.action_tool)
                 met = outcome.status == "met"
                 if outcome.status == "missing":
                     missing.append(outcome.detail)
