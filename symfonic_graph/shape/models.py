@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, PlainValidator, model_validator
 from pydantic import ValidationError as PydanticValidationError
 
+from symfonic_graph.shape._entry import _Entry
 from symfonic_graph.shape._validate import field_path
 from symfonic_graph.shape.inputs import ENFORCEMENTS, dump_records
 from symfonic_graph.shape.names import bare_identifier
@@ -31,7 +32,6 @@ from symfonic_graph.shape.records import (
     STATE_OPS,
     Precondition,
     UnreadablePrecondition,
-    _Entry,
     action_tool_problem,
     precondition_item,
 )
