@@ -42,3 +42,15 @@ WITH rule_id,
 OPTIONAL MATCH (s:Skill {tenant_id: $tenant_id, id: rule_id})
 RETURN rule_id, head(collect(s.identifier)) AS identifier, blocks, would_blocks, conversations, examples
 ORDER BY blocks + would_blocks DESC, rule_id;
+
+// name: decisions_totals
+// params: tenant_id, namespace, since
+// returns: decision, count
+// mode: read
+// Report: how many decisions of each kind since $since (epoch seconds), in one
+// namespace ($namespace) or the whole tenant (null); refusals, pass-throughs
+// and stale-rules decisions name no rule, so only these totals count them.
+MATCH (d:SymfonicDecision) WHERE d.tenant_id = $tenant_id AND d.at >= $since
+  AND ($namespace IS NULL OR d.namespace = $namespace)
+RETURN d.decision AS decision, count(*) AS count
+ORDER BY decision;

@@ -15,7 +15,7 @@ import anyio
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.memory.decision_log import prune_decisions, report_decisions
+from symfonic_graph.memory.decision_log import decision_totals, prune_decisions, report_decisions
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _AGE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw]?)\s*$")
@@ -71,8 +71,11 @@ async def _report(args: argparse.Namespace) -> int:
     since = age_seconds("--since", args.since)
     async with open_store() as store:
         rules = await report_decisions(store, args.tenant, namespace=args.namespace, since_seconds=since)
+        totals = await decision_totals(store, args.tenant, namespace=args.namespace, since_seconds=since)
     lines = [f"{r['rule_id']} ({r['identifier'] or 'no identifier'}): {r['blocks']} block(s), "
              f"{r['would_blocks']} would-block(s), {r['conversations']} conversation(s)" for r in rules]
-    emit(args, {"tenant": args.tenant, "namespace": args.namespace, "since": args.since, "rules": rules},
-         "\n".join(lines) or f"no blocks or would-blocks of tenant {args.tenant} since {args.since}")
+    head = f"decisions of tenant {args.tenant} since {args.since}: " + ", ".join(
+        f"{n} {kind}" for kind, n in totals.items())
+    emit(args, {"tenant": args.tenant, "namespace": args.namespace, "since": args.since, "decisions": totals,
+                "rules": rules}, "\n".join([head, *lines]))
     return 0

@@ -26,10 +26,10 @@ from typing import Any, Final
 from symfonic_graph._store.keys import positive_count
 from symfonic_graph._store.store import GraphMemoryStore
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.rules.decisions import Decision, DecisionSink
+from symfonic_graph.rules.decisions import DECISION_KINDS, Decision, DecisionSink
 from symfonic_graph.shape import _validate as v
 
-__all__ = ["Decision", "DecisionSink", "Neo4jDecisionLog", "prune_decisions", "report_decisions"]
+__all__ = ["Decision", "DecisionSink", "Neo4jDecisionLog", "decision_totals", "prune_decisions", "report_decisions"]
 
 log = logging.getLogger("symfonic_graph.decisions")
 
@@ -154,3 +154,20 @@ async def report_decisions(store: GraphMemoryStore, tenant_id: str, *, namespace
     return [{"rule_id": r["rule_id"], "identifier": r["identifier"], "blocks": int(r["blocks"]),
              "would_blocks": int(r["would_blocks"]), "conversations": int(r["conversations"]),
              "examples": list(r["examples"])} for r in rows]
+
+
+async def decision_totals(store: GraphMemoryStore, tenant_id: str, *, namespace: str | None = None,
+                          since_seconds: float | None = None, now: float | None = None) -> dict[str, int]:
+    """How many decisions of each kind ``tenant_id`` kept in the window, every kind named (0 when none).
+
+    Refusals, pass-throughs and stale-rules decisions name no rule: these totals are where a report counts them.
+
+    Example:
+        >>> await decision_totals(store, "acme", since_seconds=7 * 86400)  # doctest: +SKIP
+        {'block': 2, 'would_block': 1, 'refused': 1, 'pass_through': 1, 'stale_rules': 0}
+    """
+    tenant = v.text("tenant_id", tenant_id)
+    since = 0.0 if since_seconds is None else (time.time() if now is None else now) - float(since_seconds)
+    rows = await store.read("decisions_totals", tenant_id=tenant, namespace=namespace, since=since)
+    counted = {str(r["decision"]): int(r["count"]) for r in rows}
+    return {kind: counted.get(kind, 0) for kind in DECISION_KINDS}

@@ -95,7 +95,7 @@ async def _nodes(store: GraphMemoryStore, tenant: str) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("agent", [_middleware, _graph], ids=["middleware", "agent_graph"])
 async def test_block_would_block_and_refusal_are_kept_and_allowed_calls_are_not(
     agent: Agent, store: GraphMemoryStore, tenant: str, proxied: tuple[TcpProxy, GraphMemoryStore],
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, neo4j_settings: Neo4jSettings,
 ) -> None:
     proxy, cut_store = proxied
     scope = MemoryScope(tenant, "user-7")
@@ -163,6 +163,19 @@ async def test_block_would_block_and_refusal_are_kept_and_allowed_calls_are_not(
         counts = {p.attributes["decision"]: p.value for p in points.data.data_points}
         assert counts == {"block": 2, "would_block": 1, "refused": 1, "pass_through": 1, "stale_rules": 1}
 
+        # rules report counts the same decisions: per rule its blocks and would-blocks, and every kind in total
+        ran = run_cli_on(neo4j_settings, "rules", "report", "--tenant", tenant, "--since", "1h", "--json")
+        assert ran.returncode == 0, ran.stderr
+        report = json.loads(ran.stdout)
+        assert report["decisions"] == {"block": 2, "would_block": 1, "refused": 1, "pass_through": 1,
+                                       "stale_rules": 1}
+        assert [(r["rule_id"], r["blocks"], r["would_blocks"], r["conversations"]) for r in report["rules"]] == [
+            (enforced.id, 2, 0, 1), (shadow.id, 0, 1, 1)]
+        assert {e["call_id"] for e in report["rules"][0]["examples"]} == {"c1", "c7"}
+        text = run_cli_on(neo4j_settings, "rules", "report", "--tenant", tenant, "--namespace", "user-7").stdout
+        assert text.startswith(f"decisions of tenant {tenant} since 7d: 2 block, 1 would_block, 1 refused, "
+                               "1 pass_through, 1 stale_rules\n"), text
+
         # erase removes the scope's decisions (and nothing of another namespace)
         other = MemoryScope(tenant, "user-8")
         await Neo4jDecisionLog(store).record([_decision(other)])
@@ -176,6 +189,58 @@ async def test_block_would_block_and_refusal_are_kept_and_allowed_calls_are_not(
         telemetry.set_meter_provider(None)
         held.release.set()
         await sink.aclose()
+
+
+@pytest.mark.parametrize("trouble", ["queue_full", "neo4j_down"])
+@pytest.mark.parametrize("agent", [_middleware, _graph], ids=["middleware", "agent_graph"])
+async def test_a_full_queue_or_a_log_whose_neo4j_is_down_never_holds_or_breaks_a_turn(
+    agent: Agent, trouble: str, store: GraphMemoryStore, tenant: str, proxied: tuple[TcpProxy, GraphMemoryStore],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    proxy, sink_store = proxied
+    scope = MemoryScope(tenant, "user-7")
+    await ProceduralLayer(store).seed_authored_skill(scope, label="Cancel", steps=[GUARDED],
+                                                     source_tag="authored:test", action_tool=GUARDED,
+                                                     precondition=[LOOKUP])
+    if trouble == "queue_full":  # room for one record; its write is held until the end
+        held = HeldStore(store)
+        sink = Neo4jDecisionLog(held, max_queue=1)
+    else:  # the log's own connection to Neo4j stalls (every byte held), then is cut
+        patient = GraphMemoryStore(sink_store.driver, database=sink_store.database, query_timeout=120.0)
+        held, sink = None, Neo4jDecisionLog(patient)  # a stalled write waits up to 120 s, past the turn's bound
+        proxy.pause()
+    try:
+        with caplog.at_level(logging.INFO, logger="symfonic_graph.decisions"):
+            for turn in range(2):  # the second turn meets the log as the first left it
+                tools, executed = recording_tools(GUARDED, LOOKUP)
+                model = Scripted(responses=[ai_calls((GUARDED, "c1"), (GUARDED, "c2"), (GUARDED, "c3")),
+                                            ai_calls((LOOKUP, "c4")), ai_calls((GUARDED, "c5")), AIMessage("done")])
+                # bounded: a turn that waited for the log would wait for a held write or a stalled server
+                await asyncio.wait_for(agent(TurnMemory(store), scope, model, tools, decision_sink=sink), 30)
+                assert_every_call_answered(model)
+                assert executed == [LOOKUP, GUARDED], turn  # three blocks held, then the cancel ran after the read
+        blocks = [r for r in caplog.records if r.name == "symfonic_graph.decisions" and r.getMessage()
+                  .startswith("block ")]
+        assert len(blocks) == 6  # the log lines are there whatever the sink does
+        if held is not None:
+            assert sink.dropped >= 4 and any("queue full" in r.getMessage() for r in caplog.records)
+            held.release.set()
+            await asyncio.wait_for(sink.flush(), 30)
+            assert sink.written + sink.dropped == 6 and sink.failed == 0
+            assert len(await _nodes(store, tenant)) == sink.written
+        else:
+            assert sink.written == 0
+            await proxy.cut()
+            await asyncio.wait_for(sink.flush(), 120)  # every batch fails, none is retried forever
+            assert sink.written == 0 and sink.failed + sink.dropped == 6 and sink.failed >= 1
+            assert any(r.levelname == "ERROR" and "not written" in r.getMessage() for r in caplog.records)
+            assert await _nodes(store, tenant) == []
+    finally:
+        if held is not None:
+            held.release.set()
+        proxy.resume()
+        await sink.aclose()
+        await store.erase(MemoryScope(tenant))
 
 
 def _decision(scope: MemoryScope, at: float | None = None, decision: str = "block",

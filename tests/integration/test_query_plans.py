@@ -104,6 +104,7 @@ DOCTOR_PER_TENANT = {
     "doctor_catalogs": {"after": "", "limit": 500},
     "doctor_bad_triggers": {"after": "", "limit": 500},
     "doctor_trigger_keys": {"after": "", "limit": 500},
+    "doctor_recurrences": {"after": "", "limit": 500},
     "doctor_trigger_cap": {"max_triggers": 100},
     "doctor_skill_cap": {"max_skills": 2000, "max_chars": 4000},
     "doctor_scope_budget": {"max_weight": 8 * 1024 * 1024},
@@ -148,6 +149,7 @@ async def test_the_decision_log_of_one_tenant_costs_another_nothing(
         {"t": neighbour})
     quiet = {
         "decisions_report": {"tenant_id": tenant, "namespace": None, "since": 0.0},
+        "decisions_totals": {"tenant_id": tenant, "namespace": None, "since": 0.0},
         "decisions_prune": {"tenant_id": tenant, "before": 2.0**40, "limit": 1000},
         "erase_nodes_batch": {"tenant_id": tenant, "namespace": None, "whole_tenant": True, "limit": 1000},
     }

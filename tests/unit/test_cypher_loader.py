@@ -104,8 +104,8 @@ def test_scoped_read_list_is_complete() -> None:
     operator_reads |= {"write_staged_count"}
     # skills_evidence decorates, by id within the tenant, skills a scoped read (skills_visible) already listed.
     operator_reads |= {"skills_evidence"}
-    # decisions_report aggregates the tenant's decision log for an operator, not a turn's memory.
-    operator_reads |= {"decisions_report"}
+    # decisions_report and decisions_totals aggregate the tenant's decision log for an operator, not a turn's memory.
+    operator_reads |= {"decisions_report", "decisions_totals"}
     # change_history and erasures_list read the records of changes and erasures for an operator.
     operator_reads |= {"change_history", "erasures_list"}
     assert reads - operator_reads <= _SCOPED_READS
