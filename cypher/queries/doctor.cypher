@@ -422,3 +422,19 @@ WITH tenant_id, namespace, sum(weight) AS weight
 WHERE weight > $max_weight
 RETURN tenant_id, namespace, weight
 ORDER BY tenant_id, namespace;
+
+// name: doctor_recurrences
+// params: tenant_id, after, limit
+// returns: element_id, label, node, tenant_id, namespace, recurrence, due_at, pending
+// mode: read
+// Triggers with a string tenant that hold a recurrence, for doctor to parse
+// as the library does when an occurrence is acknowledged (Cypher has no
+// RRULE parser): the rule as stored, the due time as a string, whether pending.
+// include: doctor_tenant_triggers
+WITH t
+WHERE valueType(t.tenant_id) STARTS WITH 'STRING' AND t.recurrence IS NOT NULL
+  AND elementId(t) > $after
+WITH t ORDER BY elementId(t) LIMIT $limit
+RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t.id), elementId(t)) AS node,
+       t.tenant_id AS tenant_id, toStringOrNull(t.namespace) AS namespace, t.recurrence AS recurrence,
+       toStringOrNull(t.due_at) AS due_at, t.status = 'pending' AS pending;

@@ -5,7 +5,8 @@ one projection a turn reads, so doctor reports exactly what a turn skips or
 ignores, with the field path of each problem (``precondition[1].tool``).
 Triggers, catalogs, identifier keys, cross-tenant ``REQUIRES`` edges, scopes
 over the trigger cap or the skill cap (``_limits``), ids shared by several
-tenants (a copied seed script) and missing indexes are checked too. Every
+tenants (a copied seed script), recurrences the library cannot evaluate and
+missing indexes are checked too. Every
 finding names its tenant and namespace.
 
 Doctor never crashes on the data it is meant to report: every Cypher
@@ -18,12 +19,15 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from symfonic_graph._store import GraphMemoryStore, positive_count, tenant_token
+from symfonic_graph.errors import ValidationError
 from symfonic_graph.memory.turn import DEFAULT_MAX_TRIGGERS
 from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape._limits import MAX_PROPERTY_BYTES, MAX_SCOPE_WEIGHT, MAX_SKILLS_PER_SCOPE, NODE_WEIGHT
+from symfonic_graph.shape._recurrence import rule
 from symfonic_graph.shape._revision import graph_digest, rev_digest
 from symfonic_graph.shape.models import SkillReading, read_skill
 from symfonic_graph.shape.properties import (
@@ -289,6 +293,36 @@ def _node_findings(check: str, row: dict[str, Any]) -> Iterator[Finding]:
                       _text_or_none(row.get("tenant_id")), _text_or_none(row.get("namespace")))
 
 
+async def _recurrence_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    """Recurring triggers whose RRULE the library cannot evaluate: acknowledging them makes no next occurrence."""
+    findings = []
+    async for row in _pages(store, "doctor_recurrences", tenant_id=tenant_id):
+        start = _as_datetime(row["due_at"])
+        try:
+            if not isinstance(row["recurrence"], str):
+                raise ValidationError("recurrence", f"is a {type(row['recurrence']).__name__}, not an RRULE string")
+            rule("recurrence", row["recurrence"], start)
+            problem = None if start is not None else "has no due_at with a time zone to start from"
+        except ValidationError as exc:
+            problem = f"recurrence {exc.problem}"
+        if problem is not None:
+            findings.append(Finding("bad_recurrences", "Trigger", str(row["node"]),
+                                    problem + ": acknowledging it makes no next occurrence; set it again",
+                                    _text_or_none(row["tenant_id"]), _text_or_none(row["namespace"])))
+    return findings
+
+
+def _as_datetime(value: object) -> datetime | None:
+    """A zoned datetime of the string Neo4j gives for ``toString(t.due_at)``, else None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        at = datetime.fromisoformat(value.split("[")[0])
+    except ValueError:
+        return None
+    return at if at.tzinfo is not None else None
+
+
 async def _key_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
     findings = []
     async for row in _pages(store, "doctor_keys", tenant_id=tenant_id):
@@ -420,6 +454,7 @@ async def diagnose(
         findings.extend(shape_findings(row))
     findings.extend(await _identifier_findings(store, tenant_id))
     findings.extend(await _key_findings(store, tenant_id))
+    findings.extend(await _recurrence_findings(store, tenant_id))
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
     findings.extend(await _copied_id_findings(store, tenant_id))
     findings.extend(await _catalog_bound_findings(store, tenant_id))

@@ -58,7 +58,7 @@ async def test_acknowledged_and_cancelled_triggers_are_never_offered_again(
     assert await layer.ack_trigger(scope, timed) is None
     assert await layer.ack_trigger(scope, timed) is None  # twice: nothing changes
     await layer.cancel_trigger(scope, "refund")  # by identifier
-    assert await layer.resolve_trigger(scope, text) is None  # the §7 name, an alias
+    assert await layer.resolve_trigger(scope, text) is None  # the first releases' name, an alias
     for later in (0, 60, 86400, 86400 * 365):
         clock.now = T0 + later
         assert await _ids(store, scope, clock) == []
