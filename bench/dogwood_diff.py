@@ -644,6 +644,7 @@ def timing(schema: str, repeat: int) -> None:
     from dogwood import native
 
     from symfonic_graph.rules._messages import parse_turn
+    from symfonic_graph.rules.gate import decide_call
     from symfonic_graph.rules.ruleset import rules_of
 
     messages = history_60()
@@ -664,6 +665,8 @@ def timing(schema: str, repeat: int) -> None:
     compiled = rules_of(scenario.skills)
     ours_compiled = best(lambda: gate_decisions(messages, compiled, {}))
     reading = best(lambda: parse_turn(messages))
+    history, calls = parse_turn(messages)  # as the integrations hold it: each message read once per conversation
+    decided = best(lambda: decide_call(compiled, calls[0], history, {}, filtered=True, count_failed=False))
     replay_full = best(lambda: native.replay(scenario.policy, schema, trace))
     replay_one = best(lambda: native.replay(scenario.policy, schema, trace.splitlines()[-1]))
 
@@ -689,11 +692,13 @@ def timing(schema: str, repeat: int) -> None:
           f" {ours:8.1f}")
     print(f"  our gate, gate_decisions over a compiled RuleSet (as TurnMemory hands it):          {ours_compiled:8.1f}")
     print(f"    of which reading the 60 messages into events (parse_turn):                         {reading:8.1f}")
+    print(f"  our gate, decide_call on the history already read (as the middleware and graph do):  {decided:8.1f}")
     print(f"  Dogwood replay of the 60-event trace (lowers the policy, parses, monitors every event):"
           f" {replay_full:8.1f}")
     print(f"  Dogwood replay of the action's event alone (the fixed cost: lowering, parsing):      {replay_one:8.1f}")
     print(f"  Dogwood NativeAuthorizer.authorize_request after {len(requests)} requests (stateful monitor,"
           f" the decision alone): {per_request:8.1f}")
+    print(f"  ratio ours (history read) / Dogwood's decision alone: {decided / per_request:.2f}")
     print(f"  ratio ours (RuleSet) / Dogwood's decision alone: {ours_compiled / per_request:.2f};"
           f" ours (RuleSet) / Dogwood full replay: {ours_compiled / replay_full:.3f}")
 
