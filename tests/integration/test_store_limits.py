@@ -148,3 +148,50 @@ async def test_a_lookup_that_is_no_turn_memory_cannot_count_so_it_blocks(store: 
     out = await agent.ainvoke({"messages": [HumanMessage("refund")]})
     assert ran == []
     assert "is counted in the store" in str(out["messages"][2].content)
+
+
+class _Recording(GraphMemoryStore):
+    """The real store, recording the name of every query it sends (reads, one-shot writes, transactions)."""
+
+    def __init__(self, store: GraphMemoryStore) -> None:
+        super().__init__(store.driver, database=store.database)
+        self.sent: list[str] = []
+
+    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        self.sent.append(name)
+        return await super().read(name, **params)
+
+    async def write_once(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        self.sent.append(name)
+        return await super().write_once(name, **params)
+
+    async def write(self, steps: Any) -> Any:
+        self.sent.append("write")
+        return await super().write(steps)
+
+
+async def test_a_limit_costs_one_round_trip_when_its_action_is_called_and_none_otherwise(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    await _seed(store, tenant)
+    recording = _Recording(store)
+    memory = TurnMemory(recording)
+    scope = MemoryScope(tenant, "user-1")
+    ran: list[str] = []
+
+    def lookup_order(order_id: str) -> str:
+        return json.dumps({"order_id": order_id})
+
+    tools = [StructuredTool.from_function(lookup_order, description="Read an order."), _refund_tool(ran)]
+    read_only = Scripted(responses=[
+        AIMessage("", tool_calls=[{"name": "lookup_order", "args": {"order_id": "o1"}, "id": "l1"}]),
+        AIMessage("done")])
+    await create_agent(read_only, tools, middleware=[MemoryMiddleware(memory)]).ainvoke(
+        {"messages": [HumanMessage("where is my order")]}, context=scope)
+    assert "limit_reserve" not in recording.sent and "write" not in recording.sent
+
+    recording.sent.clear()
+    await create_agent(_one_refund("o1"), tools, middleware=[MemoryMiddleware(memory)]).ainvoke(
+        {"messages": [HumanMessage("refund")]}, context=scope)
+    assert ran == ["o1"]
+    assert recording.sent.count("limit_reserve") == 1 and "write" not in recording.sent, recording.sent
