@@ -126,3 +126,31 @@ async def test_perturbed_copies_are_blocked_at_the_breaking_call(
             assert breaking.decision is not None and not breaking.decision.allowed, (task_id, perturbation.how)
         assert tried >= 3, (task_id, tried)
     assert NOW.isoformat() == "2024-05-15T15:00:00+00:00"
+
+
+async def test_replay_of_the_cases_as_gzip_traces_lists_each_blocked_call_at_tau_bench_clock(
+    neo4j_settings: Neo4jSettings, tenant: str, forget: list[str], tmp_path: Path
+) -> None:
+    import gzip
+
+    for domain in ("airline", "retail"):
+        seeded_file = run_cli_on(neo4j_settings, "seed", str(policy_file(domain)), "--tenant", tenant,
+                                 "--namespace", domain)
+        assert seeded_file.returncode == 0, seeded_file.stderr
+        cases = [c for c in CASES if c["domain"] == domain]
+        path = tmp_path / f"{domain}.jsonl.gz"
+        path.write_bytes(gzip.compress("".join(
+            json.dumps({"id": f"case-{i}", "messages": conversation(c)}) + "\n" for i, c in enumerate(cases)).encode()))
+        result = run_cli_on(neo4j_settings, "rules", "replay", str(path), "--tenant", tenant, "--namespace", domain,
+                            "--now", "2024-05-15T15:00:00", "--json")
+        assert result.returncode == 0, result.stderr
+        decisions = {d["trace"]: d for d in json.loads(result.stdout)["decisions"] if d["call_id"] == "decided"}
+        for i, case in enumerate(cases):
+            found = decisions.get(f"case-{i}")
+            if case["expect"] == "allowed":
+                assert found is None, (case["name"], found)
+            else:
+                assert found is not None and found["mode"] == "enforce", case["name"]
+                assert found["tool"] == case["decide"][0] and found["index"] == len(case["events"])
+                says = case.get("says", "").removeprefix("Not allowed: ").removeprefix("Missing precondition: ")
+                assert says[:40] in found["reason"], (case["name"], found["reason"])
