@@ -152,3 +152,14 @@ def test_bad_rules_are_refused_naming_the_field(item: dict[str, Any], field: str
     with pytest.raises(ValidationError) as error:
         precondition_from_input(item, "p")
     assert str(error.value).startswith(field), str(error.value)
+
+
+def test_a_not_allowed_answer_that_lost_its_metadata_is_still_the_gates_and_meets_nothing() -> None:
+    skill = _skill("lookup", action="act")
+    messages: list[Any] = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "x1", "name": "lookup", "args": {}}]},
+        {"role": "tool", "tool_call_id": "x1", "content": "Not allowed: no. `lookup` was not executed"},
+        {"role": "assistant", "content": "", "tool_calls": [{"id": "x2", "name": "act", "args": {}}]},
+    ]
+    assert _verdicts(skill, messages)[0].startswith("Missing precondition: call lookup before act")
