@@ -181,7 +181,8 @@ RETURN elementId(c) AS element_id, 'SymfonicCatalog' AS label,
 // Triggers with a string tenant that a turn skips or cannot use: id,
 // condition or task not strings, a namespace that is not a string (no scope
 // sees it), a status other than pending|resolved (never read), an empty task,
-// a kind other than text|time, a time trigger without a zoned due_at, a
+// a kind other than text|time|event, an event trigger without on_tool, a
+// same_args that is not text, a time trigger without a zoned due_at, a
 // due_at, expires_at or snoozed_until that is not a zoned datetime (a time
 // zone is what makes it an instant), and a pending trigger whose expires_at
 // has passed (never offered again: acknowledge or cancel it).
@@ -208,10 +209,17 @@ WITH t, [x IN [
                 ELSE 'a ' + replace(valueType(t.task), ' NOT NULL', '') END + ', not a string: skipped by every read'
          WHEN trim(t.task) = '' THEN 'task is empty: the reminder offers the model nothing'
        END,
-       CASE WHEN t.kind IS NOT NULL AND NOT coalesce(t.kind IN ['text', 'time'], false)
+       CASE WHEN t.kind IS NOT NULL AND NOT coalesce(t.kind IN ['text', 'time', 'event'], false)
          THEN 'kind ' + CASE WHEN valueType(t.kind) STARTS WITH 'STRING' THEN "'" + t.kind + "'"
                              ELSE 'is a ' + replace(valueType(t.kind), ' NOT NULL', '') END
-              + ' is not text|time: never offered'
+              + ' is not text|time|event: never offered'
+       END,
+       CASE WHEN coalesce(t.kind = 'event', false) AND NOT valueType(t.on_tool) STARTS WITH 'STRING'
+         THEN 'an event trigger without an on_tool string: never offered'
+       END,
+       CASE WHEN t.same_args IS NOT NULL AND NOT valueType(t.same_args) STARTS WITH 'STRING'
+         THEN 'same_args is a ' + replace(valueType(t.same_args), ' NOT NULL', '')
+              + ', not the JSON text of a mapping: the trigger is skipped by every read'
        END,
        CASE WHEN coalesce(t.kind = 'time', false) AND t.due_at IS NULL
          THEN 'a time trigger without due_at: never offered'

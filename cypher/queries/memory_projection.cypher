@@ -16,11 +16,13 @@ t.tenant_id = sc.tenant_id
 // fragment: trigger_offerable
 // params: now
 // What may be offered at $now of a visible trigger `t` (a WHERE body, after
-// trigger_visible): a kind this release offers (absent: text); a time
+// trigger_visible): a kind this release offers (absent: text; an event
+// trigger only with its on_tool, the capability matches the call); a time
 // trigger only once its due_at has passed (a time trigger without a usable
 // due_at never); none before its snoozed_until, none at or after its
 // expires_at. Read from the properties themselves, never from the offer key.
-coalesce(t.kind, 'text') IN ['text', 'time']
+coalesce(t.kind, 'text') IN ['text', 'time', 'event']
+  AND (coalesce(t.kind, 'text') <> 'event' OR t.on_tool IS NOT NULL)
   AND CASE WHEN t.due_at IS NULL THEN coalesce(t.kind, 'text') <> 'time'
            ELSE coalesce(t.due_at <= $now, false) END
   AND coalesce(NOT t.snoozed_until > $now, true)
@@ -30,7 +32,8 @@ coalesce(t.kind, 'text') IN ['text', 'time']
 // params:
 // The one projection of a trigger `t` into `trigger_row`: its documented
 // properties (models.trigger_from_row reads them), dates as strings.
-WITH t, t {.id, .tenant_id, .namespace, .condition, .task, .status, .kind, .resolution, .recurrence,
+WITH t, t {.id, .tenant_id, .namespace, .condition, .task, .status, .kind, .resolution, .recurrence, .on_tool,
+           .same_args,
            created_at: toStringOrNull(t.created_at), resolved_at: toStringOrNull(t.resolved_at),
            due_at: toStringOrNull(t.due_at), expires_at: toStringOrNull(t.expires_at),
            snoozed_until: toStringOrNull(t.snoozed_until)} AS trigger_row

@@ -21,6 +21,7 @@ SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row
     t.due_at = CASE WHEN row.due_at IS NULL THEN null ELSE datetime({epochMillis: row.due_at}) END,
     t.expires_at = CASE WHEN row.expires_at IS NULL THEN null ELSE datetime({epochMillis: row.expires_at}) END,
     t.snoozed_until = null, t.resolution = null, t.recurrence = row.recurrence,
+    t.on_tool = row.on_tool, t.same_args = row.same_args,
     t.symfonic_series = CASE WHEN row.recurrence IS NULL THEN null ELSE coalesce(row.base_key, row.key) END,
     t.symfonic_generation = CASE WHEN row.recurrence IS NULL THEN null
                                  ELSE coalesce(t.symfonic_generation, -1) + 1 END,

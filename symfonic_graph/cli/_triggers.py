@@ -45,13 +45,17 @@ def register(sub: Any) -> None:
     add_json_flag(add)
     add.add_argument("--task", required=True, help="what to tell the model when it is offered")
     add.add_argument("--condition", default=None, help="a text trigger's condition (the evaluator matches it)")
-    add.add_argument("--kind", default=None, choices=("text", "time"),
-                     help="text or time (default: time when --due-at or --due-in is given)")
+    add.add_argument("--kind", default=None, choices=("text", "time", "event"),
+                     help="text, time or event (default: time when --due-at or --due-in is given, event with "
+                          "--on-tool)")
     add.add_argument("--due-at", default=None, metavar="TIME", help="offered from this time on")
     add.add_argument("--due-in", default=None, metavar="DURATION", help="offered from now + this on")
     add.add_argument("--expires-at", default=None, metavar="TIME", help="never offered at or after this time")
     add.add_argument("--recurrence", default=None, metavar="RRULE",
                      help="a time trigger repeats: e.g. FREQ=WEEKLY;BYDAY=MO (acknowledging makes the next)")
+    add.add_argument("--on-tool", default=None, metavar="TOOL", help="an event trigger: offered once TOOL was called")
+    add.add_argument("--same-args", default=None, metavar="JSON",
+                     help='with --on-tool: argument values the call must have, e.g. \'{"order_id": "A-17"}\'')
     add.add_argument("--identifier", default=None, help="a stable key: adding it again replaces it")
     add.add_argument("--write-id", default=None, help="stage the write; `publish` makes it visible")
     add.set_defaults(handler=lambda a: anyio.run(_add, a))
@@ -86,10 +90,11 @@ def _instant(value: str | None) -> str | float | None:
 
 
 def _line(t: Trigger) -> str:
-    when = f"due {t.due_at.isoformat()}" if t.due_at is not None else f"when: {t.condition}"
+    when = (f"due {t.due_at.isoformat()}" if t.due_at is not None
+            else f"on {t.on_tool} {t.same_args or ''}".rstrip() if t.kind == "event" else f"when: {t.condition}")
     extra = "".join(f"  {label} {at.isoformat()}" for label, at in (("expires", t.expires_at),
                                                                       ("snoozed until", t.snoozed_until)) if at)
-    return f"{t.id}  {t.kind:<4}  {when}  ->  {t.task}{extra}"
+    return f"{t.id}  {t.kind:<5}  {when}  ->  {t.task}{extra}"
 
 
 async def _list(args: argparse.Namespace) -> int:
@@ -110,7 +115,8 @@ async def _add(args: argparse.Namespace) -> int:
         trigger_id = await ProspectiveLayer(store).set_trigger(
             scope_of(args), task=args.task, condition=args.condition, kind=args.kind,
             due_at=_instant(args.due_at), due_in=args.due_in, expires_at=_instant(args.expires_at),
-            recurrence=args.recurrence, identifier=args.identifier, write_id=args.write_id)
+            recurrence=args.recurrence, on_tool=args.on_tool, same_args=args.same_args,
+            identifier=args.identifier, write_id=args.write_id)
     emit(args, {"id": trigger_id}, trigger_id)
     return 0
 

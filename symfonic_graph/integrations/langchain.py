@@ -23,7 +23,8 @@ Per model call, the middleware:
    while the catalog is unchanged, and a prompt-caching middleware placed
    *after* this one caches it;
 5. selects the reminders of the turn (text ones the last human message
-   satisfies, with an ``evaluator``; time ones once due) and sends their
+   satisfies, with an ``evaluator``; time ones once due; event ones once the
+   conversation holds their tool's successful call) and sends their
    tasks as one trailing ``HumanMessage``
    after the whole history: after every cached part, never stored in the
    agent state;
@@ -95,7 +96,7 @@ from symfonic_graph.memory.limits import LimitLedger
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
-from symfonic_graph.rules._messages import call_ref, messages_of
+from symfonic_graph.rules._messages import call_ref, messages_of, read_history
 from symfonic_graph.rules.decisions import DecisionSink
 from symfonic_graph.rules.gate import GateDecision, Strict, run_gate, strict_policy
 from symfonic_graph.rules.lint import ToolLinter, tool_names
@@ -190,7 +191,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
             text reminders; the cue is the text of the last human message.
             Without one, no text reminder is shown (no default matcher is
-            shipped). Time reminders are shown once due, with or without it.
+            shipped). Time reminders are shown once due, and event reminders
+            once the conversation holds their tool's successful call, with
+            or without it.
         strict: on a store outage with no recent catalog of the scope (see
             ``TurnMemory``'s ``outage_grace`` and ``snapshot_dir``), ``True``
             answers every tool call with the gate's ``Precondition check
@@ -326,7 +329,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     ) -> HumanMessage | None:
         if not snapshot.triggers:
             return None
-        capability = ProspectiveTriggerCapability(snapshot, self.evaluator or no_text_match, scope)
+        capability = ProspectiveTriggerCapability(snapshot, self.evaluator or no_text_match, scope,
+                                                  events_from=lambda _: read_history(messages).results)
         contributions = await capability.contribute(Cue(last_human_text(messages)))
         if not contributions:
             return None

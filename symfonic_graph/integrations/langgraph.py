@@ -53,7 +53,7 @@ from symfonic_graph.integrations._shared import Cue, last_human_text, wall_time
 from symfonic_graph.memory.limits import LimitLedger, uncounted
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory
-from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
+from symfonic_graph.rules._messages import messages_of, read_history, terminal_tool_calls
 from symfonic_graph.rules.decisions import DecisionSink
 from symfonic_graph.rules.gate import SkillLookup, Strict, run_gate, strict_policy
 from symfonic_graph.rules.gate import _lookup as checked_lookup
@@ -286,8 +286,10 @@ async def _turn_messages(
         block = contribution.content if contribution is not None else None
     reminders: list[BaseMessage] = []
     if snapshot is not None and scope is not None and snapshot.triggers:
-        capability = ProspectiveTriggerCapability(snapshot, evaluator or no_text_match, scope)
-        contributions = await capability.contribute(Cue(last_human_text(messages_of(state))))
+        messages = messages_of(state)
+        capability = ProspectiveTriggerCapability(snapshot, evaluator or no_text_match, scope,
+                                                  events_from=lambda _: read_history(messages).results)
+        contributions = await capability.contribute(Cue(last_human_text(messages)))
         if contributions:
             reminders.append(HumanMessage(content="\n\n".join(c.content for c in contributions)))
     return block, reminders
@@ -324,7 +326,8 @@ def build_agent_graph(
             to it as its last content block.
         evaluator: synchronous ``(condition, cue) -> bool`` selecting pending
             text reminders (needs a ``TurnMemory``); time reminders are
-            selected once due, with or without it. Their tasks are sent as
+            selected once due and event reminders once the conversation
+            holds their tool's successful call, with or without it. Their tasks are sent as
             one trailing ``HumanMessage`` after the history, never stored.
         state_schema: the graph's state type (default ``MessagesState``); it
             must have ``messages`` with the ``add_messages`` reducer. Its other

@@ -143,8 +143,10 @@ class Compiler:
         for trigger in keep_visible(scope, (t for t in map(trigger_from_row, rows) if t), "trigger"):
             held = self._triggers.get(trigger.id)
             if (held is None or held.condition != trigger.condition or held.task != trigger.task
-                    or held.kind != trigger.kind):
-                held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task), shared(trigger.kind))
+                    or held.kind != trigger.kind or held.on_tool != trigger.on_tool
+                    or held.same_args != trigger.same_args):
+                held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task), shared(trigger.kind),
+                                      trigger.on_tool, trigger.same_args)
                 self._triggers[trigger.id] = held
             out.append(held)
         return tuple(out)

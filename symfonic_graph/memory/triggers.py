@@ -22,15 +22,17 @@ Example:
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
 from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
+from symfonic_graph.rules.events import CallResult
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
 from symfonic_graph.shape.models import Trigger
 from symfonic_graph.shape.scope import MemoryScope
@@ -46,6 +48,7 @@ __all__ = [
     "PendingTriggerSource",
     "ProspectiveTriggerCapability",
     "TriggerSelectionSink",
+    "event_matches",
     "no_text_match",
     "prompt_cue",
     "prospective_trigger_capabilities",
@@ -60,14 +63,17 @@ TRIGGERS_ORIGIN: Final = "symfonic.prospective"
 
 Evaluator = Callable[[str, str], object]
 CueFrom = Callable[[Any], str]
+EventsFrom = Callable[[Any], Iterable[CallResult]]
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
 class PendingTrigger:
     """One unresolved reminder, as offered to a turn.
 
-    ``kind`` is ``"text"`` (the evaluator decides) or ``"time"`` (due: the
-    source hands it over only once its due time has passed).
+    ``kind`` is ``"text"`` (the evaluator decides), ``"time"`` (due: the
+    source hands it over only once its due time has passed) or ``"event"``
+    (offered once the conversation holds a successful call of ``on_tool``
+    whose arguments include ``same_args``, JSON text of a mapping).
 
     Example:
         >>> PendingTrigger("t-1", "user mentions the invoice", "Say it is overdue.")
@@ -78,6 +84,8 @@ class PendingTrigger:
     condition: str
     task: str
     kind: str = "text"
+    on_tool: str | None = None
+    same_args: str | None = None
 
 
 @runtime_checkable
@@ -157,7 +165,33 @@ class GraphPendingTriggers:
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """The triggers ``scope`` may be offered now, oldest first (at most ``max_triggers``)."""
         offerable = await self._layer.get_pending(scope, limit=self.max_triggers)
-        return [PendingTrigger(t.id, t.condition, t.task, t.kind) for t in keep_visible(scope, offerable, "trigger")]
+        return [PendingTrigger(t.id, t.condition, t.task, t.kind, t.on_tool, t.same_args)
+                for t in keep_visible(scope, offerable, "trigger")]
+
+
+def event_matches(trigger: PendingTrigger, result: CallResult) -> bool:
+    """Whether a successful call ``result`` fires event ``trigger``: its tool, and every ``same_args`` value equal.
+
+    A ``same_args`` that is not the JSON text of a mapping matches nothing (``doctor`` reports it).
+
+    Example:
+        >>> refund = CallResult("issue_refund", {"order_id": "A-17", "amount": 20}, False, 1)
+        >>> event_matches(PendingTrigger("t", "", "Say it lands in 3 days.", "event", "issue_refund",
+        ...                              '{"order_id": "A-17"}'), refund)
+        True
+    """
+    if result.failed or result.name != trigger.on_tool:
+        return False
+    if trigger.same_args is None:
+        return True
+    try:
+        wanted = json.loads(trigger.same_args)
+    except ValueError:
+        return False
+    args = result.args
+    return isinstance(wanted, Mapping) and isinstance(args, Mapping) and all(
+        name in args and args[name] == value and isinstance(args[name], bool) == isinstance(value, bool)
+        for name, value in wanted.items())
 
 
 def no_text_match(condition: str, cue: str) -> bool:
@@ -205,8 +239,11 @@ class ProspectiveTriggerCapability:
     Per turn, a trigger is selected iff its task is non-empty (after
     stripping) and, for a text trigger, ``evaluator(condition, cue)``
     returns exactly ``True``; a time trigger is selected as the source hands
-    it over (due: the source decides the time), without the evaluator. A
-    kind this release does not know is never selected.
+    it over (due: the source decides the time), without the evaluator; an
+    event trigger when ``events_from(request)`` holds a successful call of
+    its ``on_tool`` whose arguments include its ``same_args`` (equal
+    values), never without ``events_from``. A kind this release does not
+    know is never selected.
     An evaluator that raises, returns a non-bool (``1``, ``"yes"``) or an
     awaitable selects nothing (the awaitable is closed, never left
     un-awaited); each case is logged at WARNING. The tasks of the selected
@@ -225,6 +262,8 @@ class ProspectiveTriggerCapability:
         scope: whose triggers to read.
         sink: optional ``TriggerSelectionSink``, told about each non-empty selection.
         cue_from: ``request -> str``; by default ``request.prompt`` (``""`` if missing).
+        events_from: ``request -> iterable of CallResult`` (``symfonic_graph.rules.events``): the
+            calls made in the conversation, for event triggers; a failing one selects no event trigger.
 
     Example:
         >>> capability = ProspectiveTriggerCapability(
@@ -240,6 +279,7 @@ class ProspectiveTriggerCapability:
         scope: MemoryScope,
         sink: TriggerSelectionSink | None = None,
         cue_from: CueFrom = prompt_cue,
+        events_from: EventsFrom | None = None,
     ) -> None:
         if not callable(getattr(source, "pending", None)):
             raise TypeError(
@@ -266,7 +306,10 @@ class ProspectiveTriggerCapability:
         self.evaluator = evaluator
         self.scope = scope
         self.sink = sink
+        if events_from is not None and not callable(events_from):
+            raise TypeError(f"events_from must be a callable request -> results, got {type(events_from).__name__}")
         self.cue_from = cue_from
+        self.events_from = events_from
 
     async def contribute(self, request: object) -> list[PluginContribution]:
         """This turn's reminder block (at most one contribution)."""
@@ -276,7 +319,8 @@ class ProspectiveTriggerCapability:
         triggers = await self._pending()
         if triggers is None:
             return []
-        selected = [t for t in triggers if self._selects(t, cue)]
+        results = self._results(request) if any(t.kind == "event" for t in triggers) else ()
+        selected = [t for t in triggers if self._selects(t, cue, results)]
         if not selected:
             return []
         contribution = PluginContribution(
@@ -320,11 +364,22 @@ class ProspectiveTriggerCapability:
                 log.warning("pending-trigger source returned %s, not a PendingTrigger; skipped", type(item).__name__)
         return good
 
-    def _selects(self, trigger: PendingTrigger, cue: str) -> bool:
+    def _results(self, request: object) -> Sequence[CallResult]:
+        if self.events_from is None:
+            return ()
+        try:
+            return [r for r in self.events_from(request) if isinstance(r, CallResult) and not r.failed]
+        except Exception as exc:
+            log.warning("events_from failed (%s: %s); no event reminders this turn", type(exc).__name__, exc)
+            return ()
+
+    def _selects(self, trigger: PendingTrigger, cue: str, results: Sequence[CallResult] = ()) -> bool:
         if not isinstance(trigger.task, str) or not trigger.task.strip():
             return False
         if trigger.kind == "time":
             return True
+        if trigger.kind == "event":
+            return any(event_matches(trigger, result) for result in results)
         if trigger.kind != "text":
             return False
         try:

@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, ClassVar, Self
@@ -47,7 +48,8 @@ from symfonic_graph.shape.records import (
     preconditions_from_input,
 )
 
-__all__ = ["ENFORCEMENTS", "TRIGGER_KINDS", "FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records"]
+__all__ = ["ENFORCEMENTS", "TRIGGER_KINDS", "FactInput", "SkillInput", "TriggerInput", "WriteInput", "dump_records",
+           "same_args_text"]
 
 ENFORCEMENTS = frozenset({"enforce", "shadow"})
 """How the gate runs a rule: ``enforce`` blocks, ``shadow`` reports and never blocks."""
@@ -200,12 +202,12 @@ class SkillInput(WriteInput):
                 "context": self.context, "source": self.source_tag, "preconditions": self.nodes()}
 
 
-TRIGGER_KINDS = ("text", "time")
-"""The kinds of reminder a trigger can be: matched by the caller's evaluator, or due at a time."""
+TRIGGER_KINDS = ("text", "time", "event")
+"""The kinds of reminder a trigger can be: matched by the caller's evaluator, due at a time, or on a tool call."""
 
 
 _TRIGGER_DEFAULTS: Mapping[str, Any] = {"kind": "text", "due_at": None, "due_in": None, "expires_at": None,
-                                         "recurrence": None}
+                                         "recurrence": None, "on_tool": None, "same_args": None}
 
 
 class TriggerInput(WriteInput):
@@ -218,7 +220,10 @@ class TriggerInput(WriteInput):
     ``"text"``. ``expires_at`` (any kind): never offered at or after it.
     ``recurrence`` (a time trigger): one RRULE (``FREQ=WEEKLY;BYDAY=MO``)
     whose start is the first due time; acknowledging an occurrence makes the
-    next one.
+    next one. ``"event"``: offered once the conversation holds a successful
+    call of ``on_tool`` whose arguments include ``same_args`` (a mapping of
+    argument name to value, stored as JSON text); absent, ``kind`` is
+    ``"event"`` when ``on_tool`` is given.
     Instants take an aware datetime, epoch seconds or an ISO 8601 string with
     an offset (``symfonic_graph.shape._time``).
 
@@ -241,6 +246,8 @@ class TriggerInput(WriteInput):
     due_in: float | None = None
     expires_at: datetime | None = None
     recurrence: str | None = None
+    on_tool: str | None = None
+    same_args: str | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -249,6 +256,8 @@ class TriggerInput(WriteInput):
             data.get("due_at") is not None or data.get("due_in") is not None
         ):
             return {**data, "kind": "time"}
+        if isinstance(data, Mapping) and data.get("kind") is None and data.get("on_tool") is not None:
+            return {**data, "kind": "event"}
         if isinstance(data, Mapping) and "kind" in data and data["kind"] is None:
             return {**data, "kind": "text"}
         return data
@@ -292,9 +301,19 @@ class TriggerInput(WriteInput):
     def _recurrence(cls, value: object, info: ValidationInfo) -> str | None:
         return None if value is None else _recurrence.rule("recurrence", value, info.data.get("due_at"))
 
+    @field_validator("on_tool", mode="plain")
+    @classmethod
+    def _on_tool(cls, value: object) -> str | None:
+        return None if value is None else v.tool_name("on_tool", value)
+
+    @field_validator("same_args", mode="plain")
+    @classmethod
+    def _same_args(cls, value: object) -> str | None:
+        return None if value is None else same_args_text("same_args", value)
+
     @model_validator(mode="after")
     def _sizes(self) -> Self:
-        for name in ("condition", "task"):  # every turn of the scope ships them
+        for name in ("condition", "task", "same_args"):  # every turn of the scope ships them
             check_sizes(name, getattr(self, name))
         if self.kind == "time":
             if self.due_at is None and self.due_in is None:
@@ -304,6 +323,12 @@ class TriggerInput(WriteInput):
         elif self.due_at is not None or self.due_in is not None:
             raise ValidationError("due_at" if self.due_at is not None else "due_in",
                                   f'only a time trigger has a due time (kind "time", not {self.kind!r})')
+        if self.kind == "event" and self.on_tool is None:
+            raise ValidationError("on_tool", "an event trigger needs the tool whose call fires it")
+        if self.kind != "event" and self.on_tool is not None:
+            raise ValidationError("on_tool", f'only an event trigger has a tool (kind "event", not {self.kind!r})')
+        if self.same_args is not None and self.on_tool is None:
+            raise ValidationError("same_args", "needs on_tool: the arguments are those of its call")
         if self.recurrence is not None and self.kind != "time":
             raise ValidationError("recurrence", "only a time trigger recurs (its first due time starts the rule)")
         if self.expires_at is not None and self.due_at is not None and self.expires_at <= self.due_at:
@@ -351,6 +376,29 @@ class FactInput(WriteInput):
             return cls.read({"text": text})
         except ValidationError as exc:
             raise ValidationError(field + exc.field.removeprefix("text"), exc.problem) from None
+
+
+def same_args_text(field: str, value: object) -> str:
+    """An event trigger's ``same_args`` (a mapping of argument name to a JSON scalar, or its JSON text) as JSON text.
+
+    Example:
+        >>> same_args_text("same_args", {"order_id": "A-17"})
+        '{"order_id": "A-17"}'
+    """
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise ValidationError(field, "must be a mapping of argument name to value, or its JSON text") from None
+    if not isinstance(value, Mapping) or not value:
+        raise ValidationError(field, "must be a non-empty mapping of argument name to value, e.g. {order_id: A-17}")
+    for name, item in value.items():
+        if not isinstance(name, str) or not name:
+            raise ValidationError(field, f"argument names must be non-empty strings, got {name!r}")
+        if item is not None and not isinstance(item, (str, int, float, bool)):
+            raise ValidationError(f"{field}.{name}",
+                                  f"must be a string, number, bool or null, got {type(item).__name__}")
+    return json.dumps(dict(value), sort_keys=True, ensure_ascii=False)
 
 
 def _identifier(value: object) -> str | None:

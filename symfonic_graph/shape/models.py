@@ -238,6 +238,9 @@ class Trigger(_Record):
     resolution: str | None = None
     """How a resolved trigger ended: ``acknowledged``, ``cancelled`` or ``replaced`` (None while pending)."""
     recurrence: str | None = None
+    on_tool: str | None = None
+    same_args: str | None = None
+    """An event trigger's argument values, as JSON text."""
 
 
 class Fact(_Record):

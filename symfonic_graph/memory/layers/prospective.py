@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -68,6 +68,8 @@ class ProspectiveLayer:
         due_in: timedelta | float | str | None = None,
         expires_at: datetime | float | str | None = None,
         recurrence: str | None = None,
+        on_tool: str | None = None,
+        same_args: Mapping[str, Any] | str | None = None,
         identifier: str | None = None,
         write_id: str | None = None,
     ) -> str:
@@ -79,7 +81,10 @@ class ProspectiveLayer:
         now, a timedelta or seconds); absent, ``"time"`` when a due time is
         given. ``expires_at``: never offered at or after it. ``recurrence``
         (a time trigger): an RRULE such as ``FREQ=WEEKLY;BYDAY=MO`` started at
-        the first due time (see :meth:`ack_trigger`). With an
+        the first due time (see :meth:`ack_trigger`). ``on_tool`` (kind
+        ``"event"``, the default when given): offered once the conversation
+        holds a successful call of that tool whose arguments include
+        ``same_args`` (a mapping of argument name to value). With an
         ``identifier``, setting it again in the same scope replaces the
         trigger (same id, new content, pending again), never duplicates: a
         call that timed out may be retried safely.
@@ -88,7 +93,8 @@ class ProspectiveLayer:
             ValidationError: naming the field (nothing written).
         """
         rows = [trigger_row(scope, condition=condition, task=task, kind=kind, due_at=due_at, due_in=due_in,
-                            expires_at=expires_at, recurrence=recurrence, identifier=identifier,
+                            expires_at=expires_at, recurrence=recurrence, on_tool=on_tool, same_args=same_args,
+                            identifier=identifier,
                             write_id=check_write_id(write_id),
                             now=self.clock())]
         [trigger_id] = await self.write_triggers(scope, rows, write_id=rows[0]["write_id"])
