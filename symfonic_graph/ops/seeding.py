@@ -58,7 +58,7 @@ __all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 
 _SKILL_CONTENT = ("label", "identifier", "steps", "action_tool", "context", "status", "source")
 _PRECONDITION_CONTENT = ("position", "kind", *NODE_COLUMNS)
-_TRIGGER_CONTENT = ("identifier", "condition", "task")
+_TRIGGER_CONTENT = ("identifier", "condition", "task", "due_at", "expires_at", "recurrence", "on_tool", "same_args")
 
 
 @dataclass(frozen=True)
@@ -318,7 +318,8 @@ def _same_mode(kind: str, old: Row, row: Row) -> bool:
 
 
 def _trigger_content(row: Row) -> tuple[object, ...]:
-    return (*(row.get(k) for k in _TRIGGER_CONTENT), row["tenant_id"], row["namespace"])
+    """A trigger entry's or node's content; a write row leaves the default kind out."""
+    return (*(row.get(k) for k in _TRIGGER_CONTENT), row.get("kind") or "text", row["tenant_id"], row["namespace"])
 
 
 async def count_changes(store: GraphMemoryStore, plan: SeedPlan) -> list[dict[str, dict[str, int]]]:

@@ -238,3 +238,28 @@ async def test_the_middleware_offers_a_due_reminder_on_the_first_turn_at_its_tim
     assert await turn() == ["hello", "## PENDING REMINDERS\n- Remind them the rent is due."]
     clock.now = T0 + 3600
     assert await turn() == ["hello", "## PENDING REMINDERS\n- Remind them the rent is due."]
+
+
+async def test_seed_plan_counts_a_changed_due_time_as_updated(store: GraphMemoryStore, tenant: str,
+                                                               tmp_path: Any) -> None:
+    from symfonic_graph.ops.seedfile import load_seed_file
+    from symfonic_graph.ops.seeding import apply_seed, count_changes, plan_seed
+
+    scope = MemoryScope(tenant)
+    path = tmp_path / "reminders.yaml"
+
+    async def counts(text: str) -> dict[str, int]:
+        path.write_text(text)
+        plan = plan_seed(load_seed_file(path), scope)
+        [changes] = await count_changes(store, plan)
+        await apply_seed(store, plan)
+        return changes["triggers"]
+
+    entry = "triggers:\n  - {identifier: rent, task: Rent is due., due_at: '2031-06-01T09:00:00+00:00'}\n"
+    text = "  - {condition: invoice, task: Say it is overdue.}\n"
+    assert await counts(entry + text) == {"created": 2, "updated": 0, "unchanged": 0}
+    assert await counts(entry + text) == {"created": 0, "updated": 0, "unchanged": 2}
+    moved = entry.replace("2031-06-01", "2031-06-02")
+    assert await counts(moved + text) == {"created": 0, "updated": 1, "unchanged": 1}
+    assert await counts(moved.replace("due_at: '2031-06-02T09:00:00+00:00'", "on_tool: pay_rent") + text) == {
+        "created": 0, "updated": 1, "unchanged": 1}
