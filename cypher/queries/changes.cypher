@@ -100,3 +100,41 @@ CREATE (:SymfonicChange {
   at: datetime(), actor: $actor, reason: $reason, change: 'publish', from: 'staged', to: 'published'
 })
 RETURN count(*) AS recorded;
+
+// name: change_record_seed
+// params: tenant_id, namespace, rows, actor, reason
+// returns: recorded
+// mode: write
+// The records of a live seed of one scope, one row per skill entry of the file
+// ({key, id, identifier, status, enforcement, digest}), run in the seed's
+// transaction before `skills_write` and the checks that may refuse the seed
+// (the records roll back with it): a skill the file creates is
+// recorded `create` (absent -> its mode), one whose content it replaces (or
+// that it brings back from retracted) `replace` (old mode or retracted -> new
+// mode), one whose mode alone it changes `shadow` or `enforce` (old -> new
+// mode, as the lifecycle commands record it); an unchanged skill records
+// nothing. Content is compared by the digest the library stamped on the skill
+// (`symfonic_rev`, see shape/_revision.py) and its status. One UNWIND seeking
+// each key (unique constraint on symfonic_key): bounded for a large file.
+UNWIND $rows AS row
+OPTIONAL MATCH (s:Skill {symfonic_key: row.key})
+WHERE s.tenant_id = $tenant_id
+WITH row, s,
+     CASE WHEN s IS NULL THEN null
+          WHEN coalesce(s.active, true) = true AND NOT s:SymfonicRetracted THEN coalesce(s.enforcement, 'enforce')
+          ELSE 'retracted' END AS old,
+     coalesce(row.enforcement, s.enforcement, 'enforce') AS new,
+     CASE WHEN split(coalesce(s.symfonic_rev, ''), '/')[0] CONTAINS ':'
+          THEN split(split(s.symfonic_rev, '/')[0], ':')[1] END AS stamped
+WITH row, s, old, new,
+     CASE WHEN old IS NULL THEN 'create'
+          WHEN old = 'retracted' THEN 'replace'
+          WHEN stamped IS NULL OR stamped <> row.digest OR coalesce(s.status, '') <> coalesce(row.status, '') THEN 'replace'
+          WHEN old <> new THEN new
+     END AS change
+WHERE change IS NOT NULL
+CREATE (:SymfonicChange {
+  tenant_id: $tenant_id, namespace: $namespace, target_id: coalesce(s.id, row.id), identifier: row.identifier,
+  at: datetime(), actor: $actor, reason: $reason, change: change, from: coalesce(old, 'absent'), to: new
+})
+RETURN count(*) AS recorded;

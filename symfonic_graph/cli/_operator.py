@@ -36,6 +36,7 @@ def register(sub: Any) -> None:
     seed.add_argument("--plan", action="store_true",
                       help="print what the file would create, update or leave unchanged, and write nothing")
     add_json_flag(seed)
+    add_who_flags(seed)  # recorded per changed skill by a live seed; a staged one is recorded by `publish`
     seed.set_defaults(handler=lambda a: anyio.run(_seed, a))
 
     cypher = sub.add_parser("cypher", help="run plain Cypher scripts")
@@ -93,6 +94,9 @@ def _changes(counts: dict[str, int]) -> str:
 async def _seed(args: argparse.Namespace) -> int:
     default = MemoryScope(args.tenant, args.namespace) if args.tenant is not None else None
     plan = plan_seed(load_seed_file(args.file), default, write_id=args.write_id)  # validates the whole file
+    if args.write_id is not None and (args.actor is not None or args.reason is not None):
+        raise ValidationError("--actor" if args.actor is not None else "--reason",
+                              "a staged seed records nothing yet; give it to `publish`, which records the change")
     async with open_store() as store:
         for tenant in dict.fromkeys(block.scope.tenant_id for block in plan.scopes):
             await notice_if_empty(store, tenant, doing=" yet: this seed creates it" if not args.plan else " yet")
@@ -100,7 +104,7 @@ async def _seed(args: argparse.Namespace) -> int:
         if not args.plan:
             # A file's one transaction (or each batch of a large file): allow the time a large one needs.
             patient = GraphMemoryStore(store.driver, database=store.database, query_timeout=_SEED_TIMEOUT)
-            result = await apply_seed(patient, plan)
+            result = await apply_seed(patient, plan, actor=actor_of(args), reason=args.reason)
     staged = f" (staged as {args.write_id}; run `symfonic-graph publish`)" if args.write_id else ""
     lines, data = [], []
     for block, change in zip(plan.scopes, changes, strict=True):

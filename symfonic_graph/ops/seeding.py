@@ -19,6 +19,10 @@ and then published in one small transaction, or discarded whole on a failure. Ev
 (``seed.yaml: triggers[2].task: must be a non-empty string``). Entries get
 identities (their ``identifier``, else a hash of their content), so running
 the same file twice leaves the graph as after the first run.
+
+A live seed records, in its own transaction, one ``:SymfonicChange`` per skill
+whose content or mode it creates or changes, with the caller's ``actor`` and
+``reason`` (see ``change_record_seed``); ``skills history`` lists them.
 """
 
 from __future__ import annotations
@@ -41,6 +45,7 @@ from symfonic_graph._store import (
     refuse_held_keys,
     refuse_published,
     staged_keys,
+    who,
 )
 from symfonic_graph.errors import ScopeError, ValidationError
 from symfonic_graph.memory.layers.procedural import skill_row
@@ -169,8 +174,17 @@ def plan_seed(seed: SeedFile, default: MemoryScope | None, *, write_id: str | No
     return SeedPlan(path, wid, scopes)
 
 
-def _steps(plan: SeedPlan) -> list[Step]:
-    """The steps of a seed file's one transaction; scope ``i`` writes ``skills:i`` and ``triggers:i``."""
+def _recorded(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What ``change_record_seed`` compares of each skill row: its key, mode, status and content digest."""
+    return [{"key": r["key"], "id": r["id"], "identifier": r["identifier"], "status": r["status"],
+             "enforcement": r["enforcement"], "digest": rev_digest(r["rev"])} for r in rows]
+
+
+def _steps(plan: SeedPlan, record: dict[str, str | None]) -> list[Step]:
+    """The steps of a seed file's one transaction; scope ``i`` writes ``skills:i`` and ``triggers:i``.
+
+    A live file records its skills' changes (``record`` is ``who(actor, reason)``) just before writing them.
+    """
     steps: list[Step] = []
     for i, block in enumerate(plan.scopes):
         scope = block.scope
@@ -179,6 +193,9 @@ def _steps(plan: SeedPlan) -> list[Step]:
                       Step("write_id_published", {**scope.params(), "write_id": plan.write_id},
                            refuse_published(plan.write_id, scope), key=f"published:{i}")]
         if block.skills:
+            if plan.write_id is None:  # before the write and its checks: a refusal rolls the records back too
+                steps.append(Step("change_record_seed", {**scope.params(), "rows": _recorded(block.skills), **record},
+                                  key=f"record:{i}"))
             steps += [Step("skill_keys_held", {"keys": held_keys(block.skills), **scope.params()},
                            refuse_held_keys("skill"), key=f"skill_keys:{i}"),
                       Step("skills_write", {"rows": block.skills}, key=f"skills:{i}"),
@@ -192,7 +209,8 @@ def _steps(plan: SeedPlan) -> list[Step]:
     return steps
 
 
-async def apply_seed(store: GraphMemoryStore, plan: SeedPlan, *, batch_size: int = STAGE_BATCH) -> SeedResult:
+async def apply_seed(store: GraphMemoryStore, plan: SeedPlan, *, batch_size: int = STAGE_BATCH,
+                     actor: str | None = None, reason: str | None = None) -> SeedResult:
     """Write a validated seed file: all of it, or (on any error) nothing.
 
     A file of at most ``batch_size`` entries (skills and triggers) is one
@@ -202,13 +220,19 @@ async def apply_seed(store: GraphMemoryStore, plan: SeedPlan, *, batch_size: int
     failure in any batch discards what the earlier batches staged. With the
     plan's own ``write_id`` the file stays staged for ``publish``.
 
+    A live file of at most ``batch_size`` entries records each skill it
+    creates, replaces or changes the mode of (``actor``, ``reason``; None is
+    unknown) in its transaction; a larger one records its publish, under the
+    write id it was staged as.
+
     Example:
-        >>> await apply_seed(store, plan_seed(load_seed_file(path), MemoryScope("acme")), batch_size=50)
+        >>> await apply_seed(store, plan_seed(load_seed_file(path), MemoryScope("acme")), actor="ana")
     """
     size = positive_count("batch_size", batch_size, most=100_000)
+    record = who(actor, reason)
     if sum(plan.counts) > size:
-        return await _apply_in_batches(store, plan, size)
-    steps = _steps(plan)
+        return await _apply_in_batches(store, plan, size, record)
+    steps = _steps(plan, record)
     if not steps:
         return SeedResult([(b.scope, [], []) for b in plan.scopes])
     try:
@@ -262,7 +286,8 @@ def _batches(plan: SeedPlan, write_id: str, size: int) -> list[tuple[int, list[S
     return out
 
 
-async def _apply_in_batches(store: GraphMemoryStore, plan: SeedPlan, size: int) -> SeedResult:
+async def _apply_in_batches(store: GraphMemoryStore, plan: SeedPlan, size: int,
+                            record: dict[str, str | None]) -> SeedResult:
     """Stage a large file batch by batch under one write id, then publish it in one flip (or discard it)."""
     write_id = plan.write_id or f"seed-file:{new_id()}"
     scopes = [block.scope for block in plan.scopes]
@@ -281,7 +306,7 @@ async def _apply_in_batches(store: GraphMemoryStore, plan: SeedPlan, size: int) 
             kind = 0 if "skills" in written else 1
             ids[i][kind].extend(str(x) for x in written.one("skills" if kind == 0 else "triggers")["ids"])
         if plan.write_id is None:
-            await store.publish_scopes(scopes, write_id, batch_size=size)
+            await store.publish_scopes(scopes, write_id, batch_size=size, **record)
     except Exception as exc:
         await _discard_quietly(store, scopes, write_id)
         if isinstance(exc, ValidationError):
