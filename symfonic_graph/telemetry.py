@@ -56,6 +56,7 @@ __all__ = [
     "APPLY_GUARDRAIL",
     "count_decision",
     "note_stale_rules",
+    "note_trigger_selection",
     "note_turn_read",
     "set_tracer_provider",
     "traced_gate",
@@ -93,6 +94,10 @@ TENANT_ID: Final = "symfonic_graph.tenant_id"
 NAMESPACE: Final = "symfonic_graph.namespace"
 SKILL_COUNT: Final = "symfonic_graph.skill.count"
 TRIGGER_COUNT: Final = "symfonic_graph.trigger.count"
+TRIGGER_KINDS: Final = "symfonic_graph.trigger.kinds"
+TRIGGER_IDS: Final = "symfonic_graph.trigger.ids"
+TRIGGERS_SELECTED_EVENT: Final = "symfonic_graph.triggers.selected"
+"""The event a turn's reminder selection adds to the current span: the selected triggers' ids and kinds."""
 SKILLS_CACHED: Final = "symfonic_graph.skills.cached"
 CATALOG_VERSION: Final = "symfonic_graph.catalog.version"
 CYPHER_QUERY: Final = "symfonic_graph.cypher.query"
@@ -340,6 +345,24 @@ def note_stale_rules(age: float, reason: str) -> None:
         GUARDRAIL_COMPONENT_NAME: GATE_COMPONENT, GUARDRAIL_RESULT_TYPE: STALE_RESULT_TYPE,
         GUARDRAIL_RESULT_VALUE: "stale", RULES_AGE: float(age),
         GUARDRAIL_RESULT_REASON: f"store unavailable, enforcing the last rules read: {reason}",
+    })
+
+
+def note_trigger_selection(triggers: Sequence[Any]) -> None:
+    """A turn selected ``triggers``: one ``symfonic_graph.triggers.selected`` event on the current span.
+
+    The event holds the selected triggers' ids and kinds, in selection
+    order (``symfonic_graph.trigger.ids``, ``symfonic_graph.trigger.kinds``);
+    nothing happens outside a recording span.
+    """
+    if not AVAILABLE or not triggers:
+        return
+    span = _turn_span.get() or _trace.get_current_span()
+    if not span.is_recording():
+        return
+    span.add_event(TRIGGERS_SELECTED_EVENT, {
+        TRIGGER_IDS: [str(getattr(t, "trigger_id", "")) for t in triggers],
+        TRIGGER_KINDS: [str(getattr(t, "kind", "text")) for t in triggers],
     })
 
 

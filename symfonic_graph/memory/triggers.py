@@ -29,6 +29,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
 
+from symfonic_graph import telemetry
 from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
@@ -401,6 +402,7 @@ class ProspectiveTriggerCapability:
         return False
 
     async def _notify(self, selected: tuple[PendingTrigger, ...]) -> None:
+        telemetry.note_trigger_selection(selected)
         if self.sink is None:
             return
         try:
@@ -433,8 +435,9 @@ class Neo4jSelectionAuditSink:
     """An opt-in sink that records each selection in Neo4j, as an audit trail.
 
     Each non-empty selection becomes one node
-    ``(:SymfonicTriggerSelection {tenant_id, namespace, trigger_ids, selected_at})``
-    (``namespace`` is the scope's, null for a tenant-wide scope). The label is
+    ``(:SymfonicTriggerSelection {tenant_id, namespace, trigger_ids, kinds, selected_at})``
+    (``namespace`` is the scope's, null for a tenant-wide scope; ``kinds`` the
+    selected triggers' kinds, in the order of ``trigger_ids``). The label is
     library-owned, so it cannot collide with your domain data; nothing reads it
     on a turn. Query it with plain Cypher, filtering on ``tenant_id``.
 
@@ -453,4 +456,5 @@ class Neo4jSelectionAuditSink:
         ids = [t.trigger_id for t in triggers]
         if not ids:
             return
-        await self.store.write([("trigger_selection_record", {**scope.params(), "trigger_ids": ids})])
+        kinds = [t.kind for t in triggers]
+        await self.store.write([("trigger_selection_record", {**scope.params(), "trigger_ids": ids, "kinds": kinds})])
