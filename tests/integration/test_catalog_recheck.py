@@ -3,19 +3,24 @@
 A plain-Cypher edit that bumps the catalog version is seen on the next turn;
 one that does not bump it within ``recheck_every`` (300 s by default), with a
 WARNING naming the skill. Past ``max_age`` an unchanged catalog costs a warm
-turn: what the server returned shows it (no skills shipped). A fake clock
-stands for the time; every query reaches a real Neo4j.
+turn: what the server returned shows it (no skills shipped), and a warm read
+confirms the rules for an outage's grace. A fake clock stands for the time;
+every query reaches a real Neo4j.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import AsyncIterator
 from typing import Any
 
+import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
-from symfonic_graph.errors import ValidationError
+from symfonic_graph.errors import StoreUnavailableError, ValidationError
+from tests._proxy import TcpProxy
+from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -43,6 +48,18 @@ class ShippedRows(GraphMemoryStore):
 
     def shipped(self) -> int:
         return sum(1 for _, fresh, n in self.rows if fresh and n)
+
+
+@pytest.fixture
+async def proxied(neo4j_settings: Neo4jSettings, _schema: None) -> AsyncIterator[tuple[GraphMemoryStore, TcpProxy]]:
+    """A store reaching the test server through a TCP proxy the test can cut (an outage)."""
+    proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
+    driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
+    try:
+        yield GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=5.0), proxy
+    finally:
+        await proxy.cut()
+        await driver.close()
 
 
 async def _seed(store: GraphMemoryStore, scope: MemoryScope, label: str = "Deliver") -> None:
@@ -153,3 +170,23 @@ async def test_recheck_every_defaults_and_bad_values(store: GraphMemoryStore) ->
     for bad in (-1, float("inf"), True, "5"):
         with pytest.raises(ValidationError, match="recheck_every"):
             TurnMemory(store, recheck_every=bad)  # type: ignore[arg-type]
+
+
+async def test_an_outage_grace_counts_from_the_last_warm_read(
+    store: GraphMemoryStore, scope: MemoryScope, proxied: tuple[GraphMemoryStore, TcpProxy]
+) -> None:
+    """A warm read confirmed the version the cached rules were shipped at: the grace counts from it."""
+    await _seed(store, scope)
+    through, proxy = proxied
+    clock = Clock()
+    memory = TurnMemory(through, clock=clock, outage_grace=60, recheck_every=1000)
+    await memory.begin(scope)  # ships the skills
+    clock.now += 500
+    assert not (await memory.begin(scope)).stale  # a warm read: the version did not move
+    await proxy.cut()
+    clock.now += 65  # 565 s after the ship, 65 s after the warm read: within max_age + outage_grace (70 s)
+    snapshot = await memory.begin(scope)
+    assert snapshot.stale and [s.label for s in snapshot.skills] == ["Deliver"]
+    clock.now += 10  # 75 s after the warm read: past the grace
+    with pytest.raises(StoreUnavailableError):
+        await memory.begin(scope)
