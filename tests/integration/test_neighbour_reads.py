@@ -109,6 +109,9 @@ async def test_neighbours_that_fail_stall_or_ship_huge_catalogs_never_cost_a_sma
     neighbours = Neighbours(driver, database=store.database, query_timeout=timeout)
     neighbours.failing, neighbours.stalled = failing.tenant_id, stalled.tenant_id
     alone_memory = TurnMemory(neighbours, coalesce_window=None)
+    # Plan the turn queries once at the default timeout: a cold server's first plan of the turn query is
+    # no neighbour's cost, and on a loaded machine it alone can take longer than the stall's deadline.
+    await TurnMemory(store, coalesce_window=None).begin(MemoryScope(f"{tenant}-warm-up"))
     alone = []
     for scope in small:  # a small scope's turn read on its own, cold: the reference
         started = time.monotonic()

@@ -1,4 +1,4 @@
-"""A rule born in shadow from a seed file never blocks, and its promotion is a record (SPEC §16, done-when).
+"""A rule born in shadow from a seed file never blocks, and its promotion is a record.
 
 Through the CLI and a live agent on a real Neo4j (only the chat model is scripted): a seed file writes
 ``deploy`` in shadow; turn after turn the agent deploys without running the tests and nothing is

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import uuid
+from datetime import UTC, datetime
 from typing import Any
 
 import neo4j
@@ -66,7 +67,7 @@ def _scans(plan: dict[str, Any]) -> list[str]:
 
 async def _turn_cost(store: GraphMemoryStore, scope: MemoryScope) -> tuple[int, int]:
     params = {"scopes": [{**scope.params(), "known_version": 0, "write_id": None, "include_drafts": False,
-                          "include_retracted": False}], "max_triggers": 100}
+                          "include_retracted": False}], "max_triggers": 100, "now": datetime.now(UTC)}
     plan = await _profile(store, "turn_snapshot_warm", params)
     # a scan (e.g. of every unkeyed trigger of the database) would grow with everyone's data
     assert not _scans(plan), _scans(plan)
