@@ -36,8 +36,11 @@ The rate climbs by ``--step`` (x1.25) from ``--start-rate``; a step holds for
 step that fails runs twice more before the ladder stops). The
 floor, ``RETURN 1`` as an auto-commit query from the same processes, climbs
 the same ladder, step by step after the turns' step, so drift hits both. The
-server's CPU (utime + stime of the Neo4j process tree, from /proc) is divided
-by the turns of the step.
+server's CPU (utime + stime of the Neo4j process tree, from /proc, less what
+the idle server spends, measured for 5 s before the ladder) is divided by the
+turns of the step. Then, without a latency bound, ``--closed`` (32) turns per
+process run back to back for a step, alternated twice with the floor: the
+most the fleet gets through, and the server's CPU per turn at that load.
 """
 
 from __future__ import annotations
@@ -218,6 +221,23 @@ class Worker:
                 "rows": self.store.rows - rows0, "shipped": self.store.shipped - shipped0,
                 "queries": self.store.queries - queries0, "writes": self.writes}
 
+    async def closed(self, kind: str, conc: int, seconds: float, seed: int) -> dict[str, Any]:
+        """``conc`` loops back to back for ``seconds``: the most this process gets through (no latency bound)."""
+        work = self.turn if kind == "turn" else self.floor
+        rows0, shipped0 = self.store.rows, self.store.shipped
+        stop = time.perf_counter() + seconds
+        done = [0]
+
+        async def loop(r: random.Random) -> None:
+            while time.perf_counter() < stop:
+                await work(r)
+                done[0] += 1
+
+        t0 = time.perf_counter()
+        await asyncio.gather(*(loop(random.Random(seed * 1000 + i)) for i in range(conc)))
+        return {"done": done[0], "seconds": time.perf_counter() - t0, "rows": self.store.rows - rows0,
+                "shipped": self.store.shipped - shipped0}
+
     async def _writes(self, start: float, seconds: float, rng: random.Random) -> None:
         loop = asyncio.get_running_loop()
         while True:
@@ -244,6 +264,10 @@ async def _worker(conn: Connection, index: int, shard: list[Scope], tenants: lis
             msg = await loop.run_in_executor(None, conn.recv)
             if msg[0] == "stop":
                 return
+            if msg[0] == "closed":
+                _, kind, conc, seconds, seed = msg
+                conn.send(await worker.closed(kind, conc, seconds, seed))
+                continue
             _, kind, rate, seconds, seed = msg
             conn.send(await worker.step(kind, rate, seconds, seed))
 
@@ -280,12 +304,12 @@ def pct(xs: Sequence[float], p: float) -> float:
 
 
 def run_step(conns: list[Connection], kind: str, rate: float, seconds: float, seed: int,
-             pid: int | None) -> dict[str, Any]:
-    cpu0 = server_cpu(pid)
+             pid: int | None, idle: float = 0.0) -> dict[str, Any]:
+    cpu0, t0 = server_cpu(pid), time.perf_counter()
     for i, conn in enumerate(conns):
         conn.send(("step", kind, rate / len(conns), seconds, seed * 100 + i))
     parts = [conn.recv() for conn in conns]
-    spent = server_cpu(pid) - cpu0
+    spent = server_cpu(pid) - cpu0 - idle * (time.perf_counter() - t0)  # less what the idle server spends
     lat = [x for p in parts for x in p["lat"]] + [float("inf")] * sum(p["late"] for p in parts)
     offered = sum(p["offered"] for p in parts)
     done = sum(len(p["lat"]) for p in parts)
@@ -296,6 +320,21 @@ def run_step(conns: list[Connection], kind: str, rate: float, seconds: float, se
             "shipped": sum(p["shipped"] for p in parts) / max(1, rows), "rows": rows,
             "rows_per_query": rows / max(1, sum(p["queries"] for p in parts)),
             "writes": max(p["writes"] for p in parts)}
+
+
+def run_closed(conns: list[Connection], kind: str, conc: int, seconds: float, seed: int,
+               pid: int | None, idle: float) -> dict[str, Any]:
+    """Turns (or floor round trips) a second with ``conc`` in flight per process, and the server's CPU per one."""
+    cpu0, t0 = server_cpu(pid), time.perf_counter()
+    for i, conn in enumerate(conns):
+        conn.send(("closed", kind, conc, seconds, seed * 100 + i))
+    parts = [conn.recv() for conn in conns]
+    wall = time.perf_counter() - t0
+    done = sum(p["done"] for p in parts)
+    spent = server_cpu(pid) - cpu0 - idle * wall
+    return {"kind": kind, "per_s": done / max(p["seconds"] for p in parts), "done": done,
+            "server_cpu_us": spent / max(1, done) * 1e6,
+            "shipped": sum(p["shipped"] for p in parts) / max(1, sum(p["rows"] for p in parts))}
 
 
 def passes(r: dict[str, Any], p99_ms: float) -> bool:
@@ -342,6 +381,10 @@ def main(args: argparse.Namespace) -> None:
         print(f"{args.procs} processes read their shards in {max(warm):.1f} s", flush=True)
         for kind in ("turn", "floor"):  # untimed: the server plans and compiles the queries, the JIT warms up
             run_step(conns, kind, args.start_rate, args.seconds, 0, pid)
+        cpu0 = server_cpu(pid)
+        time.sleep(5)
+        idle = (server_cpu(pid) - cpu0) / 5
+        print(f"idle server: {idle * 1000:.0f} ms of CPU a second (subtracted from each step)", flush=True)
         results: list[dict[str, Any]] = []
         rate, alive = args.start_rate, {"turn", "floor"}
         step_seed = 1
@@ -349,7 +392,7 @@ def main(args: argparse.Namespace) -> None:
             for kind in ("turn", "floor"):
                 if kind in alive:
                     for _attempt in range(3):  # a failed step runs twice more: a hiccup of the box is no limit
-                        r = run_step(conns, kind, rate, args.seconds, step_seed, pid)
+                        r = run_step(conns, kind, rate, args.seconds, step_seed, pid, idle)
                         step_seed += 1
                         show(r)
                         results.append(r)
@@ -358,7 +401,27 @@ def main(args: argparse.Namespace) -> None:
                     else:
                         alive.discard(kind)
             rate *= args.step
+        closed = []
+        if args.closed:
+            for kind in ("turn", "floor", "turn", "floor"):  # alternated, so drift hits both
+                c = run_closed(conns, kind, args.closed, args.seconds, step_seed, pid, idle)
+                step_seed += 1
+                print(f"{kind:5} closed loop, {args.closed} in flight per process: {c['per_s']:7.0f}/s  server "
+                      f"{c['server_cpu_us']:6.0f} us/op" + (f"  shipped {c['shipped']:.1%}" if kind == "turn" else ""),
+                      flush=True)
+                closed.append(c)
         summary(results, args)
+        if closed:
+            t = [c for c in closed if c["kind"] == "turn"]
+            f = [c for c in closed if c["kind"] == "floor"]
+            turns, floors = sum(c["done"] for c in t), sum(c["done"] for c in f)
+            rate_t = sum(c["per_s"] for c in t) / len(t)
+            rate_f = sum(c["per_s"] for c in f) / len(f)
+            cpu_t = sum(c["server_cpu_us"] * c["done"] for c in t) / max(1, turns)
+            cpu_f = sum(c["server_cpu_us"] * c["done"] for c in f) / max(1, floors)
+            print(f"closed loop ({args.closed} in flight per process): {rate_t:.0f} turns/s, floor {rate_f:.0f}/s, "
+                  f"ratio {rate_t / rate_f:.2f}; server CPU {cpu_t:.0f} us/turn, floor {cpu_f:.0f} us, "
+                  f"ratio {cpu_t / max(1.0, cpu_f):.2f}")
     finally:
         for conn in conns:
             conn.send(("stop",))
@@ -407,6 +470,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--step", type=float, default=1.25, help="rate factor between steps (1.25)")
     p.add_argument("--seconds", type=float, default=10.0, help="seconds per step (10)")
     p.add_argument("--p99-ms", type=float, default=50.0, help="the p99 a sustained rate keeps under (50 ms)")
+    p.add_argument("--closed", type=int, default=32,
+                   help="after the ladder, turns and floor back to back with this many in flight per process "
+                        "(0: skip; default 32)")
     p.add_argument("--server-home", help="SYMFONIC_GRAPH_HOME of the server, to read its CPU from /proc")
     p.add_argument("--keep", action="store_true", help="keep this run's nodes")
     return p.parse_args(argv)
