@@ -76,31 +76,42 @@ CALL (sc) {
 
 // fragment: trigger_offer_at(t)
 // params:
-// The offer key of trigger `t` (an expression): the latest of its `due_at`
-// and `snoozed_until` that are zoned datetimes, else the epoch. Kept in
+// The offer key of trigger `t` (an expression): the latest of its
+// `created_at`, `due_at` and `snoozed_until` that are zoned datetimes, else
+// the epoch: when it became offerable, the order a turn reads in. Kept in
 // `symfonic_offer_at` by every write (label :SymfonicOfferKeyed) and by
 // stamp_keys, indexed with the scope key and status (migration 0011), so a
 // turn seeks only triggers whose offer key has passed. A hint, never the
 // authority: the turn's filter (trigger_offerable) reads due_at,
 // snoozed_until and expires_at themselves.
-reduce(at = datetime({epochMillis: 0}), x IN [t.due_at, t.snoozed_until] |
+reduce(at = datetime({epochMillis: 0}), x IN [t.created_at, t.due_at, t.snoozed_until] |
        CASE WHEN valueType(x) STARTS WITH 'ZONED DATETIME' AND x > at THEN x ELSE at END)
 
-// fragment: offerable_trigger_nodes
+// fragment: offerable_trigger_nodes(cap)
 // params: now
-// Rows `t`: the pending triggers of the scope map `sc` whose offer key has
-// passed at $now, found as pending_trigger_nodes does (one index seek per
-// scope key, on the offer index of migration 0011). Triggers without an
-// offer key yet (seeded with plain Cypher, written by an older release; the
-// count store tells in O(1)) are read from the tenant index, as
-// pending_trigger_nodes reads unkeyed ones. The including query keeps every
-// filter (trigger_visible, trigger_offerable).
-CALL (sc) {
+// Rows `t`: the triggers of the scope map `sc` (with `published`, the tenant
+// catalog's list) that may be offered at $now, at most `cap` per scope key:
+// one index seek per scope key on the offer index of migration 0011, in
+// offer-key order, filtered (trigger_visible, trigger_offerable) and cut at
+// `cap`, so a scope's reminders not yet due, snoozed, or beyond the first
+// `cap` are never read. Triggers without an offer key yet (seeded with plain
+// Cypher, written by an older release; the count store tells in O(1)) are
+// read from the tenant index, as pending_trigger_nodes reads unkeyed ones.
+// The including query filters again and orders.
+CALL (sc, published) {
   UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
               ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
-  MATCH (t:Trigger)
-  USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)
-  WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.symfonic_offer_at <= $now
+  CALL (sc, published, scope_key) {
+    MATCH (t:Trigger)
+    USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)
+    WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.symfonic_offer_at <= $now
+      AND
+      // include: trigger_visible
+      AND
+      // include: trigger_offerable
+    WITH t ORDER BY t.symfonic_scope, t.status, t.symfonic_offer_at LIMIT cap
+    RETURN t
+  }
   RETURN t
   UNION
   WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicOfferKeyed) } THEN sc.tenant_id END AS unkeyed_tenant
@@ -120,7 +131,7 @@ CALL (sc) {
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published,
      {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id} AS sc
-// include: offerable_trigger_nodes
+// include: offerable_trigger_nodes($limit)
 WITH t, published, sc
 WHERE
   // include: trigger_visible

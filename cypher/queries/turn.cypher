@@ -62,7 +62,7 @@ CALL (sc) {
     RETURN collect(skill_row) AS skills
   }
   CALL (sc, published) {
-    // include: offerable_trigger_nodes
+    // include: offerable_trigger_nodes($max_triggers)
     // include: turn_triggers
   }
   RETURN version, skills_fresh, skills, triggers
@@ -84,7 +84,7 @@ WITH i, $scopes[i] AS sc
 CALL (sc) {
   // include: turn_catalog
   CALL (sc, published) {
-    // include: offerable_trigger_nodes
+    // include: offerable_trigger_nodes($max_triggers)
     // include: turn_triggers
   }
   RETURN version, skills_fresh, [] AS skills, triggers

@@ -1,8 +1,8 @@
 // name: trigger_offer_index
 // params:
 // A turn reads only the triggers it may offer now: every trigger holds an
-// offer key, `symfonic_offer_at` (the latest of its due_at and snoozed_until,
-// else the epoch; label :SymfonicOfferKeyed), indexed after its scope key and
+// offer key, `symfonic_offer_at` (the latest of its created_at, due_at and
+// snoozed_until; label :SymfonicOfferKeyed), indexed after its scope key and
 // status, so a seek on (scope key, 'pending', offer key <= now) skips the
 // reminders not yet due or snoozed however many a scope holds. Existing
 // triggers get the key from `GraphMemoryStore.stamp_keys`, which

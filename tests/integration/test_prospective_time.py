@@ -140,7 +140,8 @@ async def test_the_turn_reads_only_offerable_triggers_bounded_by_max_triggers(
 
     memory = TurnMemory(store, wall_clock=clock, max_triggers=2)
     snapshot = await memory.begin(scope)
-    assert [t.trigger_id for t in snapshot.triggers] == due[:2]
+    # over the cap: the two offerable longest (due at T0 - 2 and T0 - 1), shown oldest first
+    assert [t.trigger_id for t in snapshot.triggers] == [due[1], due[2]]
     assert {t.kind for t in snapshot.triggers} == {"time"}
     # PROFILE: the seek on the offer index never reads the not-yet-due reminders (the tenant fallback
     # may, while the shared test database holds triggers seeded with plain Cypher and not yet stamped)
@@ -154,9 +155,17 @@ async def test_the_turn_reads_only_offerable_triggers_bounded_by_max_triggers(
     assert summary.profile is not None
     assert _rows_out_of_seeks(summary.profile) == 3  # the 300 future ones stay in the index
 
-    clock.now = T0 + 3600 + 299  # all due now: the turn reads at most max_triggers
+    clock.now = T0 + 3600 + 299  # all due now: the turn reads at most max_triggers, in offer-key order
     snapshot = await memory.begin(scope)
     assert len(snapshot.triggers) == 2
+    async with store.driver.session(database=store.database) as session:
+        result = await session.run("PROFILE " + query("triggers_offerable").text,
+                                   {**params, "limit": 5, "now": datetime.fromtimestamp(clock.now, UTC)})
+        [record] = [r async for r in result]
+        summary = await result.consume()
+    assert len(record["triggers"]) == 5
+    assert summary.profile is not None
+    assert _rows_out_of_seeks(summary.profile) <= 2 * 5  # at most the cap per scope key, of 303 due
 
 
 async def _row(scope: MemoryScope, **entry: Any) -> dict[str, Any]:
