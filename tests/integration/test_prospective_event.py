@@ -118,3 +118,24 @@ async def test_a_seed_file_writes_event_triggers(store: GraphMemoryStore, tenant
     await apply_seed(store, plan_seed(load_seed_file(path), scope))  # keyed by content: seeded again, replaced
     [trigger] = await ProspectiveLayer(store).get_pending(scope)
     assert (trigger.kind, trigger.on_tool, trigger.same_args) == ("event", "issue_refund", '{"order_id": "A-17"}')
+
+
+async def test_build_agent_graph_offers_due_and_event_reminders_without_an_evaluator(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    from symfonic_graph.langgraph import build_agent_graph
+
+    scope = MemoryScope(tenant, "user-7")
+    layer = ProspectiveLayer(store)
+    await layer.set_trigger(scope, task="Remind them the rent is due.", due_at=1_000_000)  # long due
+    await layer.set_trigger(scope, task=TASK, on_tool="issue_refund", same_args={"order_id": "A-17"})
+    tool = StructuredTool.from_function(_issue_refund, name="issue_refund", description="Issue a refund.")
+    model = Scripted(responses=[
+        AIMessage("", tool_calls=[{"name": "issue_refund", "args": {"order_id": "A-17"}, "id": "c1"}]),
+        AIMessage("Done."),
+    ])
+    graph = build_agent_graph(model, [tool], TurnMemory(store))
+    out = await graph.ainvoke({"messages": [HumanMessage("refund A-17")]}, context=scope)
+    assert str(model.seen[0][-1].content) == "## PENDING REMINDERS\n- Remind them the rent is due."
+    assert str(model.seen[1][-1].content) == f"## PENDING REMINDERS\n- Remind them the rent is due.\n- {TASK}"
+    assert not any("PENDING REMINDERS" in str(m.content) for m in out["messages"])  # never in the state
