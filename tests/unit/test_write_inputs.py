@@ -77,7 +77,8 @@ def test_one_bad_skill_value_reads_the_same_through_every_path(tmp_path: Path, f
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(field=st.sampled_from(["condition", "task", "identifier", "stray"]), value=BAD)
+@given(field=st.sampled_from(["condition", "task", "identifier", "kind", "due_at", "due_in", "expires_at", "recurrence",
+                                "on_tool", "same_args", "stray"]), value=BAD)
 def test_one_bad_trigger_value_reads_the_same_through_every_path(tmp_path: Path, field: str, value: Any) -> None:
     entry = {"condition": "the user mentions the invoice", "task": "Say it is overdue.", field: value}
     expected = _error(lambda: TriggerInput.read(entry, "triggers[0]."))
