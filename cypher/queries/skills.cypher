@@ -126,10 +126,20 @@ WITH *, 1024 + reduce(n = 0, x IN [t.id, t.condition, t.task] | n + coalesce(siz
 // replaces and unlisted staged nodes of other writes (abandoned or not yet
 // published) do not count.
 CALL (published, wid) {
-  MATCH (s:Skill {tenant_id: $tenant_id})
-  WHERE
-    // include: node_owned(s)
-    AND NOT s:SymfonicRetracted
+  // The scope's skills by a seek on (tenant_id, namespace) (migration 0013),
+  // the tenant-wide scope's by the tenant index: never the other namespaces'.
+  // The two branches are node_owned(s): a null $namespace seeks nothing in the
+  // first, a non-null one nothing in the second.
+  CALL () {
+    MATCH (s:Skill {tenant_id: $tenant_id, namespace: $namespace})
+    RETURN s
+    UNION ALL
+    MATCH (s:Skill {tenant_id: CASE WHEN $namespace IS NULL THEN $tenant_id END})
+    WHERE s.namespace IS NULL
+    RETURN s
+  }
+  WITH s, published, wid
+  WHERE NOT s:SymfonicRetracted
     AND NOT coalesce(s.symfonic_replaced_by = coalesce($namespace, '') + '\u001F' + wid, false)
     AND
     // include: visible_version(s, wid)
