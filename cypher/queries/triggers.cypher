@@ -305,3 +305,38 @@ CALL (t, owned, candidates) {
 }
 RETURN t.id AS id, t.tenant_id AS tenant_id, t.namespace AS namespace, owned, candidates,
        t.status AS status, t.resolution AS resolution;
+
+// name: triggers_done
+// params: tenant_id, namespace, limit
+// returns: triggers
+// mode: read
+// The scope's resolved triggers (acknowledged, cancelled, replaced, or
+// resolved by hand), most recently resolved first, at most $limit, in one
+// row: history, never offered. One seek per scope key on (symfonic_scope,
+// status); triggers without a scope key are read from the tenant index.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published,
+     {tenant_id: $tenant_id, namespace: $namespace, write_id: null} AS sc
+CALL (sc) {
+  UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
+              ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+  MATCH (t:Trigger {symfonic_scope: scope_key, status: 'resolved'})
+  USING INDEX t:Trigger(symfonic_scope, status)
+  RETURN t
+  UNION
+  WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicScoped) } THEN sc.tenant_id END AS unkeyed_tenant
+  MATCH (t:Trigger)
+  USING INDEX t:Trigger(tenant_id)
+  WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicScoped
+  RETURN t
+}
+WITH t, published, sc
+WHERE t.tenant_id = sc.tenant_id
+  AND t.status = 'resolved'
+  AND (t.namespace IS NULL OR t.namespace = sc.namespace)
+  AND NOT t:SymfonicRetracted
+  AND
+  // include: visible_version(t, sc.write_id)
+WITH t ORDER BY t.resolved_at DESC, t.id LIMIT $limit
+// include: trigger_row
+RETURN collect(trigger_row) AS triggers;

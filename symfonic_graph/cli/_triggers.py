@@ -36,8 +36,11 @@ def register(sub: Any) -> None:
     add_scope_flags(tlist)
     add_json_flag(tlist)
     tlist.add_argument("--write-id", default=None, help="include this staged write")
-    tlist.add_argument("--now", action="store_true",
+    shown = tlist.add_mutually_exclusive_group()
+    shown.add_argument("--now", action="store_true",
                        help="only those a turn would be offered now (due, unexpired, not snoozed)")
+    shown.add_argument("--done", action="store_true",
+                       help="the history instead: acknowledged, cancelled and replaced ones, newest first")
     tlist.set_defaults(handler=lambda a: anyio.run(_list, a))
 
     add = actions.add_parser("add", help="store a reminder; prints its id")
@@ -94,14 +97,17 @@ def _line(t: Trigger) -> str:
             else f"on {t.on_tool} {t.same_args or ''}".rstrip() if t.kind == "event" else f"when: {t.condition}")
     extra = "".join(f"  {label} {at.isoformat()}" for label, at in (("expires", t.expires_at),
                                                                       ("snoozed until", t.snoozed_until)) if at)
-    return f"{t.id}  {t.kind:<5}  {when}  ->  {t.task}{extra}"
+    done = f"  [{t.resolution or 'resolved'}]" if t.status == "resolved" else ""
+    return f"{t.id}  {t.kind:<5}  {when}  ->  {t.task}{extra}{done}"
 
 
 async def _list(args: argparse.Namespace) -> int:
     async with open_store() as store:
         await notice_if_empty(store, args.tenant)
         layer = ProspectiveLayer(store)
-        if args.now:
+        if args.done:
+            triggers = await layer.get_done(scope_of(args))
+        elif args.now:
             triggers = await layer.get_offerable(scope_of(args), write_id=args.write_id)
         else:
             triggers = await layer.get_pending(scope_of(args), write_id=args.write_id)

@@ -69,6 +69,10 @@ async def test_acknowledged_and_cancelled_triggers_are_never_offered_again(
         tenant=tenant, database_=store.database)
     assert {r["id"]: (r["status"], r["how"]) for r in records} == {
         timed: ("resolved", "acknowledged"), text: ("resolved", "acknowledged"), other: ("resolved", "cancelled")}
+    history = await layer.get_done(scope)  # kept as history, most recently resolved first
+    assert [(t.id, t.resolution) for t in history] == [
+        (text, "acknowledged"), (other, "cancelled"), (timed, "acknowledged")]
+    assert await layer.get_done(MemoryScope(tenant, "u2")) == []
     await layer.ack_trigger(scope, other)  # a cancelled trigger stays cancelled
     records, _, _ = await store.driver.execute_query(
         "MATCH (t:Trigger {id: $id}) RETURN t.resolution AS how", id=other, database_=store.database)
@@ -204,6 +208,8 @@ def test_the_cli_adds_lists_acknowledges_snoozes_and_cancels(neo4j_settings: Neo
     assert cli("list", "--now") == []
     assert cli("cancel", "renewal")["done"] == "cancelled"
     assert [t["id"] for t in cli("list")] == [text]
+    assert {t["id"]: t["resolution"] for t in cli("list", "--done")} == {
+        timed: "acknowledged", later: "cancelled"}
     weekly = cli("add", "--task", "Weekly.", "--due-at", "2020-01-06T09:00:00Z", "--recurrence", "FREQ=WEEKLY")["id"]
     following = cli("ack", weekly)["next"]
     assert following and [t["id"] for t in cli("list") if t["recurrence"]] == [following]

@@ -129,6 +129,11 @@ class ProspectiveLayer:
                                      limit=MAX_COUNT if limit is None else positive_count("limit", limit))
         return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
 
+    async def get_done(self, scope: MemoryScope, *, limit: int = 100) -> list[Trigger]:
+        """The scope's acknowledged, cancelled and replaced triggers (history), most recently resolved first."""
+        rows = await self.store.read("triggers_done", **scope.params(), limit=positive_count("limit", limit))
+        return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
+
     async def get_offerable(
         self, scope: MemoryScope, *, now: datetime | float | None = None, write_id: str | None = None,
         limit: int | None = None,
