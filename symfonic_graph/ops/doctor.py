@@ -49,6 +49,7 @@ EXPECTED_INDEXES = (
     "trigger_scope",
     "trigger_offer",
     "trigger_expiry",
+    "trigger_selection_tenant",
     "decision_tenant",
     "change_tenant",
     "erasure_tenant",

@@ -84,6 +84,7 @@ async def test_the_tenant_indexes_exist(driver: neo4j.AsyncDriver) -> None:
     assert found[("Trigger", ("symfonic_scope", "status"))] == ("trigger_scope", "ONLINE")
     assert found[("Trigger", ("symfonic_scope", "status", "symfonic_offer_at"))] == ("trigger_offer", "ONLINE")
     assert found[("Trigger", ("expires_at",))] == ("trigger_expiry", "ONLINE")
+    assert found[("SymfonicTriggerSelection", ("tenant_id",))] == ("trigger_selection_tenant", "ONLINE")
 
 
 async def _db_hits(store: GraphMemoryStore, name: str, params: dict[str, Any]) -> int:
