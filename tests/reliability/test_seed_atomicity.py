@@ -50,7 +50,7 @@ def _entries(data: dict[str, Any]) -> list[tuple[dict[str, Any], str, str]]:
 
 async def _nodes(store: GraphMemoryStore, *tenants: str) -> int:
     records, _, _ = await store.driver.execute_query(
-        "MATCH (n) WHERE n.tenant_id IN $t AND NOT n:SymfonicCatalog RETURN count(n) AS n",
+        "MATCH (n) WHERE n.tenant_id IN $t AND NOT n:SymfonicCatalog AND NOT n:SymfonicChange RETURN count(n) AS n",
         t=list(tenants), database_=store.database)
     return int(records[0]["n"])
 
