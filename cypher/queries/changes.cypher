@@ -87,11 +87,9 @@ ORDER BY e.at;
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
 CALL (published, entry) {
-  OPTIONAL MATCH (n:SymfonicUnpublished)
-  WHERE n.tenant_id = $tenant_id
-    AND
-    // include: node_owned(n)
-    AND n.symfonic_write_id = $write_id AND NOT entry IN published
+  WITH published, entry WHERE NOT entry IN published
+  // include: scope_unpublished
+  WITH n WHERE n.symfonic_write_id = $write_id
   RETURN count(n) AS staged
 }
 WITH staged WHERE staged > 0

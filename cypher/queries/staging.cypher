@@ -1,3 +1,32 @@
+// fragment: scope_unpublished
+// params: tenant_id, namespace
+// The nodes of exactly the scope ($tenant_id, $namespace) that carry
+// :SymfonicUnpublished (skills, triggers and facts: the nodes a staged write
+// writes), as `n`, each once. By index seeks: a namespace's skills by
+// (tenant_id, namespace) (migration 0013), the tenant-wide scope's skills and
+// the triggers and facts by the tenant index. A scan of the label read every
+// staged node of every tenant, for each scope of a publish: a seed file of 50
+// namespaces of 2,000 read 100,000 nodes 150 times.
+CALL () {
+  MATCH (n:Skill {tenant_id: $tenant_id, namespace: $namespace})
+  WHERE n:SymfonicUnpublished
+  RETURN n
+  UNION
+  MATCH (n:Skill {tenant_id: CASE WHEN $namespace IS NULL THEN $tenant_id END})
+  WHERE n.namespace IS NULL AND n:SymfonicUnpublished
+  RETURN n
+  UNION
+  MATCH (n:Trigger {tenant_id: $tenant_id})
+  WHERE n:SymfonicUnpublished AND
+    // include: node_owned(n)
+  RETURN n
+  UNION
+  MATCH (n:Fact {tenant_id: $tenant_id})
+  WHERE n:SymfonicUnpublished AND
+    // include: node_owned(n)
+  RETURN n
+}
+
 // name: write_prepare_batch
 // params: tenant_id, namespace, write_id, limit
 // returns: prepared, replaced
@@ -12,11 +41,9 @@
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
 WHERE NOT entry IN published
-MATCH (n:SymfonicUnpublished)
-WHERE n.tenant_id = $tenant_id
-  AND
-  // include: node_owned(n)
-  AND n.symfonic_write_id = $write_id AND n.symfonic_published_at IS NULL
+// include: scope_unpublished
+WITH n, entry
+WHERE n.symfonic_write_id = $write_id AND n.symfonic_published_at IS NULL
 WITH n, entry LIMIT $limit
 CALL (n, entry) {
   WITH n, entry WHERE n:Skill AND n.symfonic_base_key IS NOT NULL
@@ -56,11 +83,9 @@ MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
 ON CREATE SET c.version = 0
 WITH c, coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
 CALL (published, entry) {
-  OPTIONAL MATCH (n:SymfonicUnpublished)
-  WHERE n.tenant_id = $tenant_id
-    AND
-    // include: node_owned(n)
-    AND n.symfonic_write_id = $write_id AND NOT entry IN published
+  WITH published, entry WHERE NOT entry IN published
+  // include: scope_unpublished
+  WITH n WHERE n.symfonic_write_id = $write_id
   RETURN count(n) AS count
 }
 WITH c, published, entry, count, CASE WHEN count > 0 THEN [entry] ELSE [] END AS entries
@@ -122,11 +147,9 @@ RETURN due, folded, removed + removed_triggers AS removed;
 // nothing left to list.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
-MATCH (n:SymfonicUnpublished)
-WHERE n.tenant_id = $tenant_id
-  AND
-  // include: node_owned(n)
-  AND n.symfonic_write_id = $write_id
+// include: scope_unpublished
+WITH n, published
+WHERE n.symfonic_write_id = $write_id
   AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
 WITH n LIMIT $limit
 CALL (n) {
@@ -168,13 +191,14 @@ RETURN count(old) AS restored;
 // How many nodes are staged, unlisted, under a write id in exactly this scope.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published
-OPTIONAL MATCH (n:SymfonicUnpublished)
-WHERE n.tenant_id = $tenant_id
-  AND
-  // include: node_owned(n)
-  AND n.symfonic_write_id = $write_id
-  AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
-RETURN count(n) AS staged;
+CALL (published) {
+  // include: scope_unpublished
+  WITH n, published
+  WHERE n.symfonic_write_id = $write_id
+    AND NOT (coalesce(n.namespace, '') + '\u001F' + n.symfonic_write_id) IN published
+  RETURN count(n) AS staged
+}
+RETURN staged;
 
 // name: skills_owned_after_staging
 // params: tenant_id, namespace, write_id
