@@ -45,7 +45,6 @@ Example:
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 import re
@@ -56,6 +55,7 @@ from typing import Any, Final, Literal
 
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.rules._messages import HistoryReader
+from symfonic_graph.rules.preconditions import json_key
 
 __all__ = ["MiningReport", "NearMiss", "RuleProposal", "before_each_call", "mine", "mine_rules"]
 
@@ -210,19 +210,8 @@ def _value_key(value: object) -> str | None:
             return "n" + str(int(value))
         return "f" + repr(value) if math.isfinite(value) else None
 
-    def norm(v: object) -> object:
-        if isinstance(v, float) and v.is_integer():
-            return int(v)
-        if isinstance(v, Mapping):
-            return {str(k): norm(x) for k, x in v.items()}
-        if isinstance(v, (list, tuple)):
-            return [norm(x) for x in v]
-        return v
-
-    try:
-        return "j" + json.dumps(norm(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError, RecursionError):
-        return None
+    key = json_key(value)
+    return None if key is None else "j" + key
 
 
 def _remember(values: dict[tuple[str, str], set[str]], tool: str, args: Mapping[str, Any]) -> None:

@@ -63,6 +63,7 @@ __all__ = [
     "bare_identifier",
     "evaluate_predicate",
     "filter_skills_by_state_predicates",
+    "json_key",
     "entries_of",
     "log_dropped",
     "partition_skills_by_state",
@@ -505,7 +506,14 @@ def filter_skills_by_state_predicates(skills: Iterable[Any] | None, state: objec
 # --- tool requirements ------------------------------------------------------
 
 
-def _json_key(value: object) -> str | None:
+def json_key(value: object) -> str | None:
+    """``value`` as canonical JSON, the way ``same_args`` compares arguments (``1.0`` equals ``1``,
+    ``"1"`` does not); None when it is no JSON value (then it never equals anything).
+
+    Example:
+        >>> json_key({"b": 1.0, "a": [2]}), json_key(float("nan"))
+        ('{"a": [2], "b": 1}', None)
+    """
     def norm(v: object) -> object:
         if isinstance(v, float) and v.is_integer():
             return int(v)
@@ -517,8 +525,10 @@ def _json_key(value: object) -> str | None:
 
     try:
         return json.dumps(norm(value), sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, RecursionError):
         return None
+
+
 
 
 def same_arguments(names: Sequence[str], action: Mapping[str, Any] | None, earlier: Mapping[str, Any] | None) -> bool:
@@ -539,7 +549,7 @@ def same_arguments(names: Sequence[str], action: Mapping[str, Any] | None, earli
     for name in names:
         if name not in action or name not in earlier:
             return False
-        ours, theirs = _json_key(action[name]), _json_key(earlier[name])
+        ours, theirs = json_key(action[name]), json_key(earlier[name])
         if ours is None or ours != theirs:
             return False
     return True

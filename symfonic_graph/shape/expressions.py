@@ -227,18 +227,12 @@ class Scope:
             ExpressionError: it could not be evaluated, saying why.
         """
         with self._lock:
-            context = self._context
-            for name in expression.names:
-                if name in variables:
-                    context.add_variable(name, variables[name])
             try:
-                return expression.program.execute(context)
-            except Exception as exc:
-                raise ExpressionError(_why(exc)) from None
+                return _run(expression, self._context, variables)
             finally:
                 for name in expression.names:
                     if name in variables and name not in self.names:
-                        context.add_variable(name, None)  # nothing of one call leaks into the next
+                        self._context.add_variable(name, None)  # nothing of one call leaks into the next
 
 
 def evaluate(expression: Expression, variables: Mapping[str, Any]) -> Any:
@@ -249,6 +243,11 @@ def evaluate(expression: Expression, variables: Mapping[str, Any]) -> Any:
     """
     context = cel.Context()
     context.add_function(_UTC_TIMESTAMP, _utc)
+    return _run(expression, context, variables)
+
+
+def _run(expression: Expression, context: Any, variables: Mapping[str, Any]) -> Any:
+    """Bind the variables ``expression`` reads into ``context`` and evaluate it there."""
     for name in expression.names:
         if name in variables:
             context.add_variable(name, variables[name])

@@ -22,6 +22,7 @@ from langchain_core.tools import StructuredTool, ToolException
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.langgraph import build_agent_graph
+from tests._counting import CountingStore
 from tests._fakes import Scripted
 from tests.conftest import Neo4jSettings
 
@@ -150,31 +151,11 @@ async def test_a_lookup_that_is_no_turn_memory_cannot_count_so_it_blocks(store: 
     assert "is counted in the store" in str(out["messages"][2].content)
 
 
-class _Recording(GraphMemoryStore):
-    """The real store, recording the name of every query it sends (reads, one-shot writes, transactions)."""
-
-    def __init__(self, store: GraphMemoryStore) -> None:
-        super().__init__(store.driver, database=store.database)
-        self.sent: list[str] = []
-
-    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        self.sent.append(name)
-        return await super().read(name, **params)
-
-    async def write_once(self, name: str, **params: Any) -> list[dict[str, Any]]:
-        self.sent.append(name)
-        return await super().write_once(name, **params)
-
-    async def write(self, steps: Any) -> Any:
-        self.sent.append("write")
-        return await super().write(steps)
-
-
 async def test_a_limit_costs_one_round_trip_when_its_action_is_called_and_none_otherwise(
     store: GraphMemoryStore, tenant: str
 ) -> None:
     await _seed(store, tenant)
-    recording = _Recording(store)
+    recording = CountingStore(store)
     memory = TurnMemory(recording)
     scope = MemoryScope(tenant, "user-1")
     ran: list[str] = []
