@@ -446,3 +446,17 @@ WITH t ORDER BY elementId(t) LIMIT $limit
 RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t.id), elementId(t)) AS node,
        t.tenant_id AS tenant_id, toStringOrNull(t.namespace) AS namespace, t.recurrence AS recurrence,
        toStringOrNull(t.due_at) AS due_at, t.status = 'pending' AS pending;
+
+// name: doctor_trigger_wheres
+// params: tenant_id, after, limit
+// returns: element_id, label, node, tenant_id, namespace, where
+// mode: read
+// Triggers with a string tenant that hold a `where`, for doctor to compile as
+// the turn does (Cypher has no CEL compiler): the expression as stored.
+// include: doctor_tenant_triggers
+WITH t
+WHERE valueType(t.tenant_id) STARTS WITH 'STRING' AND t.where IS NOT NULL
+  AND elementId(t) > $after
+WITH t ORDER BY elementId(t) LIMIT $limit
+RETURN elementId(t) AS element_id, 'Trigger' AS label, coalesce(toStringOrNull(t.id), elementId(t)) AS node,
+       t.tenant_id AS tenant_id, toStringOrNull(t.namespace) AS namespace, t.where AS where;

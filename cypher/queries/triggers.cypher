@@ -21,7 +21,7 @@ SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row
     t.due_at = CASE WHEN row.due_at IS NULL THEN null ELSE datetime({epochMillis: row.due_at}) END,
     t.expires_at = CASE WHEN row.expires_at IS NULL THEN null ELSE datetime({epochMillis: row.expires_at}) END,
     t.snoozed_until = null, t.resolution = null, t.recurrence = row.recurrence,
-    t.on_tool = row.on_tool, t.same_args = row.same_args,
+    t.on_tool = row.on_tool, t.same_args = row.same_args, t.where = row.where, t.once = row.once,
     t.symfonic_series = CASE WHEN row.recurrence IS NULL THEN null ELSE coalesce(row.base_key, row.key) END,
     t.symfonic_generation = CASE WHEN row.recurrence IS NULL THEN null
                                  ELSE coalesce(t.symfonic_generation, -1) + 1 END,
@@ -259,7 +259,7 @@ OPTIONAL CALL (t, owned, candidates) {
   MERGE (n:Trigger {symfonic_key: series + '\u0000occ:' + toString(gen) + ':' + toString(number)})
   ON CREATE SET n.id = $next.id, n.created_at = datetime(), n.updated_at = datetime(),
     n.tenant_id = t.tenant_id, n.namespace = t.namespace, n.identifier = t.identifier,
-    n.condition = t.condition, n.task = t.task, n.kind = t.kind, n.recurrence = t.recurrence,
+    n.condition = t.condition, n.task = t.task, n.kind = t.kind, n.recurrence = t.recurrence, n.once = t.once,
     n.expires_at = t.expires_at, n.status = 'pending', n.resolved_at = null,
     n.due_at = datetime({epochMillis: $next.due_at}), n.symfonic_offer_at = datetime({epochMillis: $next.due_at}),
     n.symfonic_series = series, n.symfonic_generation = gen, n.symfonic_occurrence = number,

@@ -59,6 +59,10 @@ def register(sub: Any) -> None:
     add.add_argument("--on-tool", default=None, metavar="TOOL", help="an event trigger: offered once TOOL was called")
     add.add_argument("--same-args", default=None, metavar="JSON",
                      help='with --on-tool: argument values the call must have, e.g. \'{"order_id": "A-17"}\'')
+    add.add_argument("--where", default=None, metavar="CEL",
+                     help="with --on-tool: a CEL expression over the call's result and arguments, e.g. "
+                          "'result.status == \"issued\"' (`call.order_id` reads an argument)")
+    add.add_argument("--once", action="store_true", help="acknowledged when first offered")
     add.add_argument("--identifier", default=None, help="a stable key: adding it again replaces it")
     add.add_argument("--write-id", default=None, help="stage the write; `publish` makes it visible")
     add.set_defaults(handler=lambda a: anyio.run(_add, a))
@@ -94,7 +98,9 @@ def _instant(value: str | None) -> str | float | None:
 
 def _line(t: Trigger) -> str:
     when = (f"due {t.due_at.isoformat()}" if t.due_at is not None
-            else f"on {t.on_tool} {t.same_args or ''}".rstrip() if t.kind == "event" else f"when: {t.condition}")
+            else f"on {t.on_tool} {t.same_args or ''}{f' where {t.where}' if t.where else ''}".rstrip()
+            if t.kind == "event" else f"when: {t.condition}")
+    when += "  (once)" if t.once else ""
     extra = "".join(f"  {label} {at.isoformat()}" for label, at in (("expires", t.expires_at),
                                                                       ("snoozed until", t.snoozed_until)) if at)
     done = f"  [{t.resolution or 'resolved'}]" if t.status == "resolved" else ""
@@ -122,7 +128,7 @@ async def _add(args: argparse.Namespace) -> int:
             scope_of(args), task=args.task, condition=args.condition, kind=args.kind,
             due_at=_instant(args.due_at), due_in=args.due_in, expires_at=_instant(args.expires_at),
             recurrence=args.recurrence, on_tool=args.on_tool, same_args=args.same_args,
-            identifier=args.identifier, write_id=args.write_id)
+            where=args.where, once=args.once, identifier=args.identifier, write_id=args.write_id)
     emit(args, {"id": trigger_id}, trigger_id)
     return 0
 

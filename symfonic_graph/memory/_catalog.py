@@ -144,9 +144,10 @@ class Compiler:
             held = self._triggers.get(trigger.id)
             if (held is None or held.condition != trigger.condition or held.task != trigger.task
                     or held.kind != trigger.kind or held.on_tool != trigger.on_tool
-                    or held.same_args != trigger.same_args):
+                    or held.same_args != trigger.same_args or held.where != trigger.where
+                    or held.once != trigger.once):
                 held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task), shared(trigger.kind),
-                                      trigger.on_tool, trigger.same_args)
+                                      trigger.on_tool, trigger.same_args, trigger.where, trigger.once)
                 self._triggers[trigger.id] = held
             out.append(held)
         return tuple(out)

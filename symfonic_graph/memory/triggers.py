@@ -31,10 +31,12 @@ from typing import Any, Final, Protocol, runtime_checkable
 
 from symfonic_graph import telemetry
 from symfonic_graph._store import GraphMemoryStore, positive_count
+from symfonic_graph.errors import ValidationError
 from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.rules.events import CallResult
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
+from symfonic_graph.shape.expressions import ExpressionError, Scope, bindable, compile_expression, evaluate_bool
 from symfonic_graph.shape.models import Trigger
 from symfonic_graph.shape.scope import MemoryScope
 
@@ -74,7 +76,9 @@ class PendingTrigger:
     ``kind`` is ``"text"`` (the evaluator decides), ``"time"`` (due: the
     source hands it over only once its due time has passed) or ``"event"``
     (offered once the conversation holds a successful call of ``on_tool``
-    whose arguments include ``same_args``, JSON text of a mapping).
+    whose arguments include ``same_args``, JSON text of a mapping, and whose
+    parsed ``result`` and arguments ``call`` satisfy ``where``, CEL). ``once``:
+    the capability acknowledges it when it first selects it.
 
     Example:
         >>> PendingTrigger("t-1", "user mentions the invoice", "Say it is overdue.")
@@ -87,6 +91,8 @@ class PendingTrigger:
     kind: str = "text"
     on_tool: str | None = None
     same_args: str | None = None
+    where: str | None = None
+    once: bool = False
 
 
 @runtime_checkable
@@ -166,14 +172,18 @@ class GraphPendingTriggers:
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """The triggers ``scope`` may be offered now, oldest first (at most ``max_triggers``)."""
         offerable = await self._layer.get_pending(scope, limit=self.max_triggers)
-        return [PendingTrigger(t.id, t.condition, t.task, t.kind, t.on_tool, t.same_args)
+        return [PendingTrigger(t.id, t.condition, t.task, t.kind, t.on_tool, t.same_args, t.where, t.once)
                 for t in keep_visible(scope, offerable, "trigger")]
 
 
 def event_matches(trigger: PendingTrigger, result: CallResult) -> bool:
-    """Whether a successful call ``result`` fires event ``trigger``: its tool, and every ``same_args`` value equal.
+    """Whether a successful call ``result`` fires event ``trigger``: its tool, its ``same_args`` values, ``where``.
 
-    A ``same_args`` that is not the JSON text of a mapping matches nothing (``doctor`` reports it).
+    A ``same_args`` that is not the JSON text of a mapping matches nothing
+    (``doctor`` reports it). ``where`` is evaluated over ``result`` (the
+    call's parsed result) and ``call`` (its arguments), as a rule's fact is;
+    one that does not compile, cannot be evaluated or gives no boolean
+    matches nothing, logged at WARNING naming the trigger.
 
     Example:
         >>> refund = CallResult("issue_refund", {"order_id": "A-17", "amount": 20}, False, 1)
@@ -184,7 +194,7 @@ def event_matches(trigger: PendingTrigger, result: CallResult) -> bool:
     if result.failed or result.name != trigger.on_tool:
         return False
     if trigger.same_args is None:
-        return True
+        return _where_holds(trigger, result)
     try:
         wanted = json.loads(trigger.same_args)
     except ValueError:
@@ -192,7 +202,25 @@ def event_matches(trigger: PendingTrigger, result: CallResult) -> bool:
     args = result.args
     return isinstance(wanted, Mapping) and isinstance(args, Mapping) and all(
         name in args and args[name] == value and isinstance(args[name], bool) == isinstance(value, bool)
-        for name, value in wanted.items())
+        for name, value in wanted.items()) and _where_holds(trigger, result)
+
+
+def _where_holds(trigger: PendingTrigger, result: CallResult) -> bool:
+    """``trigger.where`` over the call's ``result`` and ``call`` (True without one); False, logged, when it fails."""
+    if trigger.where is None:
+        return True
+    try:
+        expression = compile_expression(trigger.where, "where")
+        scope: Scope | None = result.scope
+        if scope is None:  # the rules bind the same two variables; either side's binding is reused
+            scope = Scope({"result": bindable(result.content),
+                           "call": bindable(result.args) if isinstance(result.args, Mapping) else {}})
+            object.__setattr__(result, "scope", scope)
+        return evaluate_bool(expression, {}, scope)
+    except (ValidationError, ExpressionError) as exc:
+        log.warning("event trigger %s: its where %r failed on a call of %s (%s); not offered on that call",
+                    trigger.trigger_id, trigger.where, result.name, exc)
+        return False
 
 
 def no_text_match(condition: str, cue: str) -> bool:

@@ -29,6 +29,7 @@ from symfonic_graph.rules.preconditions import action_tool_of
 from symfonic_graph.shape._limits import MAX_PROPERTY_BYTES, MAX_SCOPE_WEIGHT, MAX_SKILLS_PER_SCOPE, NODE_WEIGHT
 from symfonic_graph.shape._recurrence import rule
 from symfonic_graph.shape._revision import graph_digest, rev_digest
+from symfonic_graph.shape.expressions import expression_problem
 from symfonic_graph.shape.models import SkillReading, read_skill
 from symfonic_graph.shape.properties import (
     PRECONDITION_PROPERTIES,
@@ -49,6 +50,7 @@ EXPECTED_INDEXES = (
     "trigger_scope",
     "trigger_offer",
     "trigger_expiry",
+    "trigger_due",
     "trigger_selection_tenant",
     "decision_tenant",
     "change_tenant",
@@ -313,6 +315,18 @@ async def _recurrence_findings(store: GraphMemoryStore, tenant_id: str | None) -
     return findings
 
 
+async def _where_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    """Event triggers whose stored ``where`` does not compile: never offered on any call."""
+    findings = []
+    async for row in _pages(store, "doctor_trigger_wheres", tenant_id=tenant_id):
+        problem = expression_problem(row["where"])
+        if problem is not None:
+            findings.append(Finding("bad_wheres", "Trigger", str(row["node"]),
+                                    f"where {problem}: the trigger is never offered; set it again",
+                                    _text_or_none(row["tenant_id"]), _text_or_none(row["namespace"])))
+    return findings
+
+
 def _as_datetime(value: object) -> datetime | None:
     """A zoned datetime of the string Neo4j gives for ``toString(t.due_at)``, else None."""
     if not isinstance(value, str):
@@ -456,6 +470,7 @@ async def diagnose(
     findings.extend(await _identifier_findings(store, tenant_id))
     findings.extend(await _key_findings(store, tenant_id))
     findings.extend(await _recurrence_findings(store, tenant_id))
+    findings.extend(await _where_findings(store, tenant_id))
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
     findings.extend(await _copied_id_findings(store, tenant_id))
     findings.extend(await _catalog_bound_findings(store, tenant_id))

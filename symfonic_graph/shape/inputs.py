@@ -41,6 +41,7 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.shape import _recurrence, _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import MAX_KEY_PART, check_sizes
+from symfonic_graph.shape.expressions import compile_expression
 from symfonic_graph.shape.records import (
     Precondition,
     precondition_item,
@@ -207,7 +208,8 @@ TRIGGER_KINDS = ("text", "time", "event")
 
 
 _TRIGGER_DEFAULTS: Mapping[str, Any] = {"kind": "text", "due_at": None, "due_in": None, "expires_at": None,
-                                         "recurrence": None, "on_tool": None, "same_args": None}
+                                         "recurrence": None, "on_tool": None, "same_args": None, "where": None,
+                                         "once": False}
 
 
 class TriggerInput(WriteInput):
@@ -223,7 +225,11 @@ class TriggerInput(WriteInput):
     next one. ``"event"``: offered once the conversation holds a successful
     call of ``on_tool`` whose arguments include ``same_args`` (a mapping of
     argument name to value, stored as JSON text); absent, ``kind`` is
-    ``"event"`` when ``on_tool`` is given.
+    ``"event"`` when ``on_tool`` is given. ``where`` (an event trigger): a
+    CEL expression over ``result`` (the call's parsed result) and ``call``
+    (its arguments) that must hold too; compiled when written. ``once``:
+    acknowledged when first offered (default False: selection is not
+    acknowledgement).
     Instants take an aware datetime, epoch seconds or an ISO 8601 string with
     an offset (``symfonic_graph.shape._time``).
 
@@ -248,6 +254,8 @@ class TriggerInput(WriteInput):
     recurrence: str | None = None
     on_tool: str | None = None
     same_args: str | None = None
+    where: str | None = None
+    once: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -311,9 +319,21 @@ class TriggerInput(WriteInput):
     def _same_args(cls, value: object) -> str | None:
         return None if value is None else same_args_text("same_args", value)
 
+    @field_validator("where", mode="plain")
+    @classmethod
+    def _where(cls, value: object) -> str | None:
+        return None if value is None else compile_expression(value, "where").text
+
+    @field_validator("once", mode="plain")
+    @classmethod
+    def _once(cls, value: object) -> bool:
+        if isinstance(value, bool):
+            return value
+        raise ValidationError("once", f"must be true or false, got {value!r}")
+
     @model_validator(mode="after")
     def _sizes(self) -> Self:
-        for name in ("condition", "task", "same_args"):  # every turn of the scope ships them
+        for name in ("condition", "task", "same_args", "where"):  # every turn of the scope ships them
             check_sizes(name, getattr(self, name))
         if self.kind == "time":
             if self.due_at is None and self.due_in is None:
@@ -329,6 +349,8 @@ class TriggerInput(WriteInput):
             raise ValidationError("on_tool", f'only an event trigger has a tool (kind "event", not {self.kind!r})')
         if self.same_args is not None and self.on_tool is None:
             raise ValidationError("same_args", "needs on_tool: the arguments are those of its call")
+        if self.where is not None and self.on_tool is None:
+            raise ValidationError("where", "needs on_tool: it reads that tool's call (`result`, `call`)")
         if self.recurrence is not None and self.kind != "time":
             raise ValidationError("recurrence", "only a time trigger recurs (its first due time starts the rule)")
         if self.expires_at is not None and self.due_at is not None and self.expires_at <= self.due_at:

@@ -241,6 +241,10 @@ class Trigger(_Record):
     on_tool: str | None = None
     same_args: str | None = None
     """An event trigger's argument values, as JSON text."""
+    where: str | None = None
+    """An event trigger's CEL expression over the call's ``result`` and ``call`` (its arguments)."""
+    once: bool = False
+    """Acknowledged when first offered."""
 
 
 class Fact(_Record):

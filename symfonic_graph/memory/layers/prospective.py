@@ -70,6 +70,8 @@ class ProspectiveLayer:
         recurrence: str | None = None,
         on_tool: str | None = None,
         same_args: Mapping[str, Any] | str | None = None,
+        where: str | None = None,
+        once: bool = False,
         identifier: str | None = None,
         write_id: str | None = None,
     ) -> str:
@@ -84,7 +86,11 @@ class ProspectiveLayer:
         the first due time (see :meth:`ack_trigger`). ``on_tool`` (kind
         ``"event"``, the default when given): offered once the conversation
         holds a successful call of that tool whose arguments include
-        ``same_args`` (a mapping of argument name to value). With an
+        ``same_args`` (a mapping of argument name to value) and whose
+        parsed result and arguments satisfy ``where``, a CEL expression over
+        ``result`` and ``call`` (compiled here: one that does not compile is
+        refused naming ``where``). ``once``: acknowledged when first offered
+        (selected by a turn), exactly once however many turns race. With an
         ``identifier``, setting it again in the same scope replaces the
         trigger (same id, new content, pending again), never duplicates: a
         call that timed out may be retried safely.
@@ -94,7 +100,7 @@ class ProspectiveLayer:
         """
         rows = [trigger_row(scope, condition=condition, task=task, kind=kind, due_at=due_at, due_in=due_in,
                             expires_at=expires_at, recurrence=recurrence, on_tool=on_tool, same_args=same_args,
-                            identifier=identifier,
+                            where=where, once=once, identifier=identifier,
                             write_id=check_write_id(write_id),
                             now=self.clock())]
         [trigger_id] = await self.write_triggers(scope, rows, write_id=rows[0]["write_id"])
