@@ -31,6 +31,7 @@ import tracemalloc
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -290,7 +291,7 @@ async def profile(env: Env, tenant: str) -> dict[str, tuple[int, int, str]]:
         "turn_snapshot (cold)": ("turn_snapshot", {"scopes": [{"tenant_id": tenant, "namespace": None,
                                                                "known_version": None, "write_id": None,
                                                                "include_drafts": False, "include_retracted": False}],
-                                                   "max_triggers": 100}),
+                                                   "max_triggers": 100, "now": datetime.now(UTC)}),
     }
     out = {}
     async with env.store.driver.session(database=env.store.database, notifications_min_severity="OFF") as session:
