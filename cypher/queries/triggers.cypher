@@ -340,3 +340,23 @@ WHERE t.tenant_id = sc.tenant_id
 WITH t ORDER BY t.resolved_at DESC, t.id LIMIT $limit
 // include: trigger_row
 RETURN collect(trigger_row) AS triggers;
+
+// name: triggers_claim_once
+// params: tenant_id, namespace, ids
+// returns: id
+// mode: write
+// Acknowledge the `once` triggers of $ids a turn selected (resolution
+// 'acknowledged'): the ids returned are those this statement moved from
+// pending, the only ones the turn may offer. The write lock is taken first
+// (a throwaway property) and the status read again under it, so when turns
+// race for one trigger exactly one of them gets its id back.
+UNWIND $ids AS trigger_id
+MATCH (t:Trigger {tenant_id: $tenant_id, id: trigger_id})
+WHERE t.once = true AND t.status = 'pending' AND (t.namespace IS NULL OR t.namespace = $namespace)
+  AND NOT t:SymfonicRetracted
+SET t.symfonic_claim_lock = true
+REMOVE t.symfonic_claim_lock
+WITH t
+WHERE t.status = 'pending'
+SET t.status = 'resolved', t.resolution = 'acknowledged', t.resolved_at = datetime()
+RETURN t.id AS id;

@@ -92,6 +92,7 @@ from symfonic_graph.integrations._shared import (
     last_human_text,
     wall_time,
 )
+from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.memory.limits import LimitLedger
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
@@ -330,7 +331,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not snapshot.triggers:
             return None
         capability = ProspectiveTriggerCapability(snapshot, self.evaluator or no_text_match, scope,
-                                                  events_from=lambda _: read_history(messages).results)
+                                                  events_from=lambda _: read_history(messages).results,
+                                                  claim=ProspectiveLayer(self.memory.store).claim_once)
         contributions = await capability.contribute(Cue(last_human_text(messages)))
         if not contributions:
             return None

@@ -50,6 +50,7 @@ from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.integrations._adapters import Conversations, terminal_ai_message, tool_message
 from symfonic_graph.integrations._decisions import Watch, check_sink
 from symfonic_graph.integrations._shared import Cue, last_human_text, wall_time
+from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.memory.limits import LimitLedger, uncounted
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory
@@ -285,10 +286,11 @@ async def _turn_messages(
         contribution = preflight_block(linter.for_preflight(skills), state, include_negative=include_negative)
         block = contribution.content if contribution is not None else None
     reminders: list[BaseMessage] = []
-    if snapshot is not None and scope is not None and snapshot.triggers:
+    if snapshot is not None and scope is not None and snapshot.triggers and isinstance(memory, TurnMemory):
         messages = messages_of(state)
         capability = ProspectiveTriggerCapability(snapshot, evaluator or no_text_match, scope,
-                                                  events_from=lambda _: read_history(messages).results)
+                                                  events_from=lambda _: read_history(messages).results,
+                                                  claim=ProspectiveLayer(memory.store).claim_once)
         contributions = await capability.contribute(Cue(last_human_text(messages)))
         if contributions:
             reminders.append(HumanMessage(content="\n\n".join(c.content for c in contributions)))

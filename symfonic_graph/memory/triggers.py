@@ -67,6 +67,8 @@ TRIGGERS_ORIGIN: Final = "symfonic.prospective"
 Evaluator = Callable[[str, str], object]
 CueFrom = Callable[[Any], str]
 EventsFrom = Callable[[Any], Iterable[CallResult]]
+Claim = Callable[[MemoryScope, Sequence[str]], Awaitable[Iterable[str]]]
+"""Acknowledges the ``once`` triggers a turn selected; returns the ids it acknowledged (``claim_once``)."""
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -168,6 +170,10 @@ class GraphPendingTriggers:
         self.max_triggers = positive_count("max_triggers", max_triggers)
         self.clock = clock
         self._layer: _PendingReader = _OfferableAt(ProspectiveLayer(store, clock=clock), clock)
+
+    async def claim_once(self, scope: MemoryScope, trigger_ids: Sequence[str]) -> set[str]:
+        """Acknowledge the selected ``once`` triggers; the ids this call acknowledged (see ``ProspectiveLayer``)."""
+        return await ProspectiveLayer(self.store, clock=self.clock).claim_once(scope, trigger_ids)
 
     async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
         """The triggers ``scope`` may be offered now, oldest first (at most ``max_triggers``)."""
@@ -272,7 +278,10 @@ class ProspectiveTriggerCapability:
     event trigger when ``events_from(request)`` holds a successful call of
     its ``on_tool`` whose arguments include its ``same_args`` (equal
     values), never without ``events_from``. A kind this release does not
-    know is never selected.
+    know is never selected. A ``once`` trigger is selected only when
+    ``claim`` acknowledges it (exactly one of the turns racing for it gets
+    it; a failing claim selects none of them): the one exception to
+    "the capability never writes".
     An evaluator that raises, returns a non-bool (``1``, ``"yes"``) or an
     awaitable selects nothing (the awaitable is closed, never left
     un-awaited); each case is logged at WARNING. The tasks of the selected
@@ -293,6 +302,8 @@ class ProspectiveTriggerCapability:
         cue_from: ``request -> str``; by default ``request.prompt`` (``""`` if missing).
         events_from: ``request -> iterable of CallResult`` (``symfonic_graph.rules.events``): the
             calls made in the conversation, for event triggers; a failing one selects no event trigger.
+        claim: ``async (scope, ids) -> acknowledged ids``, for ``once`` triggers; by default the
+            source's ``claim_once`` (``GraphPendingTriggers`` has one); without either, none is selected.
 
     Example:
         >>> capability = ProspectiveTriggerCapability(
@@ -309,6 +320,7 @@ class ProspectiveTriggerCapability:
         sink: TriggerSelectionSink | None = None,
         cue_from: CueFrom = prompt_cue,
         events_from: EventsFrom | None = None,
+        claim: Claim | None = None,
     ) -> None:
         if not callable(getattr(source, "pending", None)):
             raise TypeError(
@@ -339,6 +351,9 @@ class ProspectiveTriggerCapability:
             raise TypeError(f"events_from must be a callable request -> results, got {type(events_from).__name__}")
         self.cue_from = cue_from
         self.events_from = events_from
+        if claim is not None and not callable(claim):
+            raise TypeError(f"claim must be an async (scope, ids) -> ids callable, got {type(claim).__name__}")
+        self.claim: Claim | None = claim if claim is not None else getattr(source, "claim_once", None)
 
     async def contribute(self, request: object) -> list[PluginContribution]:
         """This turn's reminder block (at most one contribution)."""
@@ -350,6 +365,8 @@ class ProspectiveTriggerCapability:
             return []
         results = self._results(request) if any(t.kind == "event" for t in triggers) else ()
         selected = [t for t in triggers if self._selects(t, cue, results)]
+        if any(t.once for t in selected):
+            selected = await self._claimed(selected)
         if not selected:
             return []
         contribution = PluginContribution(
@@ -361,6 +378,19 @@ class ProspectiveTriggerCapability:
         )
         await self._notify(tuple(selected))
         return [contribution]
+
+    async def _claimed(self, selected: list[PendingTrigger]) -> list[PendingTrigger]:
+        """``selected`` without the ``once`` triggers this turn did not acknowledge."""
+        once = [t.trigger_id for t in selected if t.once]
+        try:
+            if self.claim is None:
+                raise TypeError("no claim: pass claim=ProspectiveLayer(store).claim_once")
+            got = set(await self.claim(self.scope, once))
+        except Exception as exc:
+            log.warning("once triggers %s not offered: acknowledging them failed (%s: %s)",
+                        ", ".join(once), type(exc).__name__, exc)
+            got = set()
+        return [t for t in selected if not t.once or t.trigger_id in got]
 
     def _cue(self, request: object) -> str | None:
         try:

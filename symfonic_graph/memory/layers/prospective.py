@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -197,6 +197,18 @@ class ProspectiveLayer:
         if at is None or (row["expires_at"] is not None and _time.epoch_millis(at) >= row["expires_at"]):
             return None
         return {"id": new_id(), "due_at": _time.epoch_millis(at), "tenant_token": tenant_token(scope.tenant_id)}
+
+    async def claim_once(self, scope: MemoryScope, trigger_ids: Sequence[str]) -> set[str]:
+        """Acknowledge the ``once`` triggers among ``trigger_ids`` that ``scope`` sees and are still pending.
+
+        Returns the ids this call acknowledged: a turn offers a ``once`` trigger only when its id comes back,
+        so when turns race for one, exactly one offers it. Ids of other triggers are ignored.
+        """
+        ids = [v.text("trigger_ids", i) for i in trigger_ids]
+        if not ids:
+            return set()
+        written = await self.store.write([Step("triggers_claim_once", {**scope.params(), "ids": ids})])
+        return {str(row["id"]) for row in written["triggers_claim_once"]}
 
     async def resolve_trigger(self, scope: MemoryScope, trigger_id: str) -> str | None:
         """Mark a trigger resolved: it is no longer pending (the same as :meth:`ack_trigger`)."""
