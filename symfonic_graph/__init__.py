@@ -42,6 +42,7 @@ from symfonic_graph.layers import ProceduralLayer, ProspectiveLayer
 from symfonic_graph.learning.mining import RuleProposal, mine_rules
 from symfonic_graph.learning.replay import ReplayReport, RuleReplay, replay
 from symfonic_graph.learning.traces import Trace, load_traces
+from symfonic_graph.memory.dispatch import TriggerDispatcher
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.models import Fact, Skill, Trigger
 from symfonic_graph.preconditions import filter_skills_by_state_predicates
@@ -101,6 +102,7 @@ __all__ = [
     "ToolPrecondition",
     "Trace",
     "Trigger",
+    "TriggerDispatcher",
     "TriggerSelectionSink",
     "TurnMemory",
     "TurnSnapshot",

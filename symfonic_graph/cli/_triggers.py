@@ -22,6 +22,7 @@ import anyio
 
 from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, scope_of
 from symfonic_graph.cli._connect import open_store
+from symfonic_graph.cli._due import register_due
 from symfonic_graph.cli._tenants import notice_if_empty
 from symfonic_graph.memory.layers import ProspectiveLayer
 from symfonic_graph.shape import _time
@@ -84,6 +85,7 @@ def register(sub: Any) -> None:
     until.add_argument("--until", default=None, metavar="TIME", help="not offered before this time")
     until.add_argument("--for", dest="for_", default=None, metavar="DURATION", help="not offered for this long")
     snooze.set_defaults(handler=lambda a: anyio.run(_snooze, a))
+    register_due(actions)
 
 
 def _instant(value: str | None) -> str | float | None:

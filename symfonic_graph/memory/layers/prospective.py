@@ -154,6 +154,37 @@ class ProspectiveLayer:
                                      limit=MAX_COUNT if limit is None else positive_count("limit", limit), now=at)
         return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
 
+    async def due(
+        self, scope: MemoryScope | None = None, *, tenant: str | None = None,
+        now: datetime | float | None = None, limit: int = 100,
+    ) -> list[Trigger]:
+        """Time triggers that became due by ``now`` (default: the clock) and were not delivered yet.
+
+        With ``scope``, those the scope sees; with ``scope=None``, those of
+        every end user of ``tenant`` and its tenant-wide ones (one index
+        seek). Longest due first, at most ``limit``. Listing claims nothing
+        (see :class:`~symfonic_graph.memory.dispatch.TriggerDispatcher`).
+
+        Example:
+            >>> [t.namespace for t in await layer.due(tenant="acme")]
+            ['user-42', 'user-7']
+
+        Raises:
+            ValidationError: neither ``scope`` nor ``tenant``, or both naming different tenants.
+        """
+        if scope is None:
+            if tenant is None:
+                raise ValidationError("tenant", "is required when scope is None (whose reminders to list)")
+            tenant_id, namespace, every = v.text("tenant", tenant), None, True
+        else:
+            if tenant is not None and tenant != scope.tenant_id:
+                raise ValidationError("tenant", f"{tenant!r} is not the scope's tenant {scope.tenant_id!r}")
+            tenant_id, namespace, every = scope.tenant_id, scope.namespace, False
+        at = _time.instant("now", self.clock() if now is None else now)
+        rows = await self.store.read("triggers_due", tenant_id=tenant_id, namespace=namespace,
+                                     all_namespaces=every, now=at, limit=positive_count("limit", limit))
+        return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
+
     async def ack_trigger(self, scope: MemoryScope, trigger_id: str) -> str | None:
         """Acknowledge a trigger (by id, or the identifier of a pending one): never offered again.
 
