@@ -70,10 +70,17 @@ import inspect
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, NotRequired
 
 try:
-    from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse, ToolCallRequest
+    from langchain.agents.middleware import (
+        AgentMiddleware,
+        AgentState,
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+        ToolCallRequest,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "symfonic_graph.langchain needs LangChain v1 agents: pip install 'symfonic-graph[langchain]'"
@@ -92,6 +99,7 @@ from symfonic_graph.integrations._shared import (
     last_human_text,
     wall_time,
 )
+from symfonic_graph.integrations.reminder_tools import reminder_tools
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.memory.limits import LimitLedger
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
@@ -104,7 +112,8 @@ from symfonic_graph.rules.lint import ToolLinter, tool_names
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.shape.scope import MemoryScope
 
-__all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "MemoryMiddleware", "scope_in_context", "with_preflight"]
+__all__ = ["OFFERED_KEY", "REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "MemoryMiddleware", "MemoryState",
+           "reminder_tools", "scope_in_context", "with_preflight"]
 
 log = logging.getLogger("symfonic_graph.langchain")  # the logger's name is a contract (docs/observability.md)
 
@@ -183,6 +192,26 @@ def with_preflight(system: SystemMessage | None, block: str) -> SystemMessage:
     return system.model_copy(update={"content": [*blocks, {"type": "text", "text": block}]})
 
 
+OFFERED_KEY: Final = "symfonic_offered_reminders"
+"""The run's state key (and the reminder message's ``response_metadata`` key) holding the offered trigger ids."""
+
+
+class MemoryState(AgentState[Any]):
+    """The agent state ``MemoryMiddleware`` adds to: the ids of the reminders the last model call was offered."""
+
+    symfonic_offered_reminders: NotRequired[list[str]]
+
+
+class _Offered:
+    """A selection sink collecting the offered trigger ids into a list."""
+
+    def __init__(self, into: list[str]) -> None:
+        self.into = into
+
+    def selected(self, scope: MemoryScope, triggers: Sequence[Any]) -> None:
+        self.into.extend(t.trigger_id for t in triggers)
+
+
 class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     """Procedural and prospective memory for a ``create_agent`` agent.
 
@@ -210,6 +239,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             pass-through and stale-rules decision is kept besides its
             ``symfonic_graph.decisions`` log line and counter (e.g.
             ``symfonic_graph.decisions.Neo4jDecisionLog(store)``).
+        reminder_ids: end the reminders block with the offered triggers'
+            ids, so the model can acknowledge them (``reminder_tools``).
+            Either way the ids are in the run's state under
+            ``symfonic_offered_reminders`` and in the reminder message's
+            ``response_metadata``.
 
     Put it *before* (outside) ``AnthropicPromptCachingMiddleware`` in
     ``middleware=[...]``, so the caching middleware sees the final system
@@ -222,12 +256,15 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         ... ])  # doctest: +SKIP
     """
 
+    state_schema = MemoryState
+
     def __init__(
         self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: Strict = False,
         count_failed_calls: bool = False, guarded_tools: Iterable[str] = (),
-        decision_sink: DecisionSink | None = None,
+        decision_sink: DecisionSink | None = None, reminder_ids: bool = False,
     ) -> None:
         super().__init__()
+        self.reminder_ids = bool(reminder_ids)
         if not isinstance(memory, TurnMemory):
             raise TypeError(f"memory must be a TurnMemory, got {type(memory).__name__}")
         if evaluator is not None:
@@ -294,8 +331,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self,
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
-    ) -> ModelResponse[Any]:
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Add the pre-flight block and the reminders, call the model, remember the snapshot.
+
+        When reminders were offered, their trigger ids go into the run's state (``OFFERED_KEY``).
 
         Raises:
             ScopeError: the call has no usable scope.
@@ -307,12 +346,16 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             log.warning("memory read failed for tenant %r (%r); the model runs without the pre-flight block "
                         "and reminders", scope.tenant_id, exc)
             return await handler(request)
-        response = await handler(await self._prepared(request, scope, snapshot))
+        offered: list[str] = []
+        response = await handler(await self._prepared(request, scope, snapshot, offered))
         self._remember(scope, snapshot, response)
-        return response
+        held = _member(request.state, OFFERED_KEY)
+        if not offered and (held is _ABSENT or not held):
+            return response  # nothing offered now, nor by an earlier call of the run: the state stays as it is
+        return ExtendedModelResponse(model_response=response, command=Command(update={OFFERED_KEY: offered}))
 
     async def _prepared(
-        self, request: ModelRequest[Any], scope: MemoryScope, snapshot: TurnSnapshot
+        self, request: ModelRequest[Any], scope: MemoryScope, snapshot: TurnSnapshot, offered: list[str]
     ) -> ModelRequest[Any]:
         linter = self._linter(request.tools)
         linter.check(snapshot.skills)  # logged once per scope and catalog
@@ -320,24 +363,29 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                 include_negative=snapshot.include_negative)
         system = with_preflight(request.system_message, block.content) if block is not None else request.system_message
         messages: list[AnyMessage] = list(request.messages)
-        reminders = await self._reminders(request.messages, scope, snapshot)
+        reminders = await self._reminders(request.messages, scope, snapshot, offered)
         if reminders is not None:
             messages.append(reminders)
         return request.override(system_message=system, messages=messages)
 
     async def _reminders(
-        self, messages: Sequence[AnyMessage], scope: MemoryScope, snapshot: TurnSnapshot
+        self, messages: Sequence[AnyMessage], scope: MemoryScope, snapshot: TurnSnapshot, offered: list[str]
     ) -> HumanMessage | None:
+        """The reminders block (or None); the offered triggers' ids are appended to ``offered``."""
         if not snapshot.triggers:
             return None
         capability = ProspectiveTriggerCapability(snapshot, self.evaluator or no_text_match, scope,
                                                   events_from=lambda _: read_history(messages).results,
-                                                  claim=ProspectiveLayer(self.memory.store).claim_once)
+                                                  claim=ProspectiveLayer(self.memory.store).claim_once,
+                                                  sink=_Offered(offered))
         contributions = await capability.contribute(Cue(last_human_text(messages)))
         if not contributions:
             return None
         text = "\n\n".join(c.content for c in contributions)
-        return HumanMessage(content=text, response_metadata={REMINDERS_MARKER_KEY: REMINDERS_MARKER_VALUE})
+        if self.reminder_ids and offered:
+            text += "\n(reminder ids, in this order: " + ", ".join(offered) + ")"
+        return HumanMessage(content=text, response_metadata={REMINDERS_MARKER_KEY: REMINDERS_MARKER_VALUE,
+                                                             OFFERED_KEY: list(offered)})
 
     def _remember(self, scope: MemoryScope, snapshot: TurnSnapshot, response: ModelResponse[Any]) -> None:
         for message in getattr(response, "result", None) or ():
