@@ -49,7 +49,7 @@ CALL (sc, published) {
     MATCH (t:Trigger)
     USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)
     WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.symfonic_offer_at <= $now
-      AND t.kind = 'time'
+      AND t.kind = 'time' AND (t.namespace IS NULL OR t.namespace = sc.namespace)
       AND
       // include: trigger_deliverable
     WITH t ORDER BY t.symfonic_scope, t.status, t.symfonic_offer_at LIMIT $limit
