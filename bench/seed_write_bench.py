@@ -8,8 +8,9 @@ Run against a server of its own (never the shared test one)::
 Each round measures the floor (``RETURN 1`` auto-commit, median of 50)
 and then seeds ``--skills`` skills with ``seed_skills`` in ``--batch``-sized
 calls, once with one writer and once with ``--writers`` (one tenant per
-writer, a namespace per 2,000 skills: the per-scope cap), printing skills/s.
-The client's share (validating and building the rows) is timed apart.
+writer, a namespace per 2,000 skills: the per-scope cap), printing skills/s
+and the CPU each skill cost the client and (when NEO4J_URI is the local
+server of SYMFONIC_GRAPH_HOME) the Neo4j process. The client's share (validating and building the rows) is timed apart.
 ``--profile`` then times each statement of one batch's transaction on the
 server (the steps ``seed_skills`` runs, one by one in one transaction,
 rolled back) into a scope already holding 1,000 skills. Tenants are erased
@@ -24,6 +25,8 @@ import random
 import statistics
 import time
 import uuid
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -35,6 +38,7 @@ from symfonic_graph._store.cypher import query
 from symfonic_graph._store.steps import as_step, catalog_first
 from symfonic_graph.memory.layers import procedural
 from symfonic_graph.memory.layers.procedural import ProceduralLayer
+from symfonic_graph.server import LocalNeo4j
 from symfonic_graph.shape._limits import MAX_SKILLS_PER_SCOPE
 
 
@@ -48,8 +52,23 @@ async def floor_ms(driver: neo4j.AsyncDriver, database: str, n: int = 50) -> flo
     return statistics.median(out) * 1000
 
 
-async def bulk(store: GraphMemoryStore, prefix: str, n: int, batch: int, writers: int) -> float:
-    """Seconds to seed ``n`` skills over ``writers`` tenants written concurrently."""
+def server_cpu() -> Callable[[], float]:
+    """Seconds of CPU the local Neo4j (``symfonic-graph server start``) has used so far; 0 when not local."""
+    state = LocalNeo4j().recorded()
+    stat = Path(f"/proc/{state.pid}/stat") if state is not None else None
+    if stat is None or not stat.exists() or not os.environ.get("NEO4J_URI", "").endswith(f":{state.port}"):
+        return lambda: 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+
+    def used() -> float:
+        fields = stat.read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / ticks  # utime + stime
+
+    return used
+
+
+async def bulk(store: GraphMemoryStore, prefix: str, n: int, batch: int, writers: int) -> tuple[float, float, float]:
+    """(seconds, client CPU seconds, server CPU seconds) to seed ``n`` skills over ``writers`` tenants at once."""
     layer, per = ProceduralLayer(store), n // writers
     specs = [s.model_copy(update={"identifier": f"bulk-{i}"}) for i, s in enumerate(skill_specs(random.Random(1), per))]
 
@@ -58,9 +77,10 @@ async def bulk(store: GraphMemoryStore, prefix: str, n: int, batch: int, writers
             scope = MemoryScope(f"{prefix}-w{writers}-{w}", f"ns-{i // MAX_SKILLS_PER_SCOPE}")
             await layer.seed_skills(scope, specs[i:i + batch])
 
-    started = time.perf_counter()
+    cpu = server_cpu()
+    started, client, server = time.perf_counter(), time.process_time(), cpu()
     await limited(writers, writers, writer)
-    return time.perf_counter() - started
+    return time.perf_counter() - started, time.process_time() - client, cpu() - server
 
 
 def client_ms(batch: int) -> float:
@@ -120,8 +140,10 @@ async def main(args: argparse.Namespace) -> None:
                 floor = await floor_ms(store.driver, store.database)
                 line = [f"round {r}: floor {floor:.2f} ms"]
                 for writers in (1, args.writers):
-                    seconds = await bulk(store, f"{prefix}-r{r}", args.skills, args.batch, writers)
-                    line.append(f"{writers} writer(s) {args.skills / seconds:,.0f} skills/s ({seconds:.1f} s)")
+                    seconds, client, server = await bulk(store, f"{prefix}-r{r}", args.skills, args.batch, writers)
+                    line.append(f"{writers} writer(s) {args.skills / seconds:,.0f} skills/s ({seconds:.1f} s; CPU per "
+                                f"skill: client {client / args.skills * 1e6:.0f} us, Neo4j "
+                                f"{server / args.skills * 1e6:.0f} us)")
                 print("; ".join(line), flush=True)
             if args.profile:
                 print(f"one batch of {args.batch} into a scope of {args.batch} (server, statement by statement):")

@@ -126,12 +126,14 @@ WITH *, 1024 + reduce(n = 0, x IN [t.id, t.condition, t.task] | n + coalesce(siz
 // replaces and unlisted staged nodes of other writes (abandoned or not yet
 // published) do not count.
 CALL (published, wid) {
-  // The scope's skills by a seek on (tenant_id, namespace) (migration 0013),
+  // The scope's skills by a seek on (tenant_id, namespace) (migration 0013, hinted:
+  // a server with many tenants planned the tenant index alone, reading the whole tenant),
   // the tenant-wide scope's by the tenant index: never the other namespaces'.
   // The two branches are node_owned(s): a null $namespace seeks nothing in the
   // first, a non-null one nothing in the second.
   CALL () {
     MATCH (s:Skill {tenant_id: $tenant_id, namespace: $namespace})
+    USING INDEX s:Skill(tenant_id, namespace)
     RETURN s
     UNION ALL
     MATCH (s:Skill {tenant_id: CASE WHEN $namespace IS NULL THEN $tenant_id END})

@@ -9,6 +9,7 @@
 // namespaces of 2,000 read 100,000 nodes 150 times.
 CALL () {
   MATCH (n:Skill {tenant_id: $tenant_id, namespace: $namespace})
+  USING INDEX n:Skill(tenant_id, namespace)
   WHERE n:SymfonicUnpublished
   RETURN n
   UNION
