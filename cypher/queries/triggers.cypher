@@ -87,6 +87,16 @@ CALL (sc) {
 reduce(at = datetime({epochMillis: 0}), x IN [t.created_at, t.due_at, t.snoozed_until] |
        CASE WHEN valueType(x) STARTS WITH 'ZONED DATETIME' AND x > at THEN x ELSE at END)
 
+// fragment: trigger_keep(cap)
+// params:
+// Of the offerable rows `t`, the `cap` a turn keeps: due time triggers first,
+// then the others, each offerable longest first (offer key, then creation);
+// shown oldest first (created_at, then id).
+WITH t ORDER BY CASE WHEN t.kind = 'time' THEN 0 ELSE 1 END, coalesce(t.symfonic_offer_at, t.created_at),
+                t.created_at, t.id
+     LIMIT cap
+WITH t ORDER BY t.created_at, t.id
+
 // fragment: offerable_trigger_nodes(cap)
 // params: now
 // Rows `t`: the triggers of the scope map `sc` (with `published`, the tenant
@@ -94,7 +104,10 @@ reduce(at = datetime({epochMillis: 0}), x IN [t.created_at, t.due_at, t.snoozed_
 // one index seek per scope key on the offer index of migration 0011, in
 // offer-key order, filtered (trigger_visible, trigger_offerable) and cut at
 // `cap`, so a scope's reminders not yet due, snoozed, or beyond the first
-// `cap` are never read. Triggers without an offer key yet (seeded with plain
+// `cap` are never read; when that seek is full, a second one on the offer
+// index with the kind (migration 0016) for the first `cap` due time
+// triggers, so the including query can keep them ahead of older text ones
+// (at most 2 x `cap` rows per scope key, and only over the cap). Triggers without an offer key yet (seeded with plain
 // Cypher, written by an older release; the count store tells in O(1)) are
 // read from the tenant index, as pending_trigger_nodes reads unkeyed ones.
 // The including query filters again and orders.
@@ -112,6 +125,22 @@ CALL (sc, published) {
     WITH t ORDER BY t.symfonic_scope, t.status, t.symfonic_offer_at LIMIT cap
     RETURN t
   }
+  WITH sc, published, scope_key, collect(t) AS first
+  // Only a full first seek may have left due time triggers behind: then (and
+  // only then: a null key seeks nothing) the first `cap` of them.
+  CALL (sc, published, scope_key, first) {
+    WITH sc, published, CASE WHEN size(first) >= cap THEN scope_key END AS time_key
+    MATCH (t:Trigger)
+    USING INDEX t:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
+    WHERE t.symfonic_scope = time_key AND t.status = 'pending' AND t.kind = 'time' AND t.symfonic_offer_at <= $now
+      AND
+      // include: trigger_visible
+      AND
+      // include: trigger_offerable
+    WITH t ORDER BY t.symfonic_scope, t.status, t.kind, t.symfonic_offer_at LIMIT cap
+    RETURN collect(t) AS timed
+  }
+  UNWIND first + [x IN timed WHERE NOT x IN first] AS t
   RETURN t
   UNION
   WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicOfferKeyed) } THEN sc.tenant_id END AS unkeyed_tenant
@@ -137,7 +166,7 @@ WHERE
   // include: trigger_visible
   AND
   // include: trigger_offerable
-WITH t ORDER BY t.created_at, t.id LIMIT $limit
+// include: trigger_keep($limit)
 // include: trigger_row
 RETURN collect(trigger_row) AS triggers;
 

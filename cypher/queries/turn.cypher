@@ -15,17 +15,18 @@ WITH sc, version, published,
      version IS NULL OR sc.known_version IS NULL OR version <> sc.known_version AS skills_fresh
 
 // fragment: turn_triggers
-// params: max_triggers
+// params:
 // The rows `t` of offerable_trigger_nodes (included just before, inside a
 // `CALL (sc, published) { ... }` subquery that keeps the including query's
 // rows) filtered to the triggers the scope `sc` sees and may be offered at
-// $now, oldest first, at most $max_triggers, as `triggers`.
+// $now, at most $max_triggers (due time triggers kept first), shown oldest
+// first, as `triggers`.
 WITH t, published, sc
 WHERE
   // include: trigger_visible
   AND
   // include: trigger_offerable
-WITH t ORDER BY t.created_at, t.id LIMIT $max_triggers
+// include: trigger_keep($max_triggers)
 // include: trigger_row
 RETURN collect(trigger_row) AS triggers
 

@@ -49,6 +49,7 @@ EXPECTED_INDEXES = (
     "symfonic_memory_text_v3",
     "trigger_scope",
     "trigger_offer",
+    "trigger_offer_kind",
     "trigger_expiry",
     "trigger_due",
     "trigger_selection_tenant",

@@ -60,13 +60,13 @@ async def test_racing_turns_offer_a_once_trigger_exactly_once(store: GraphMemory
         await layer.set_trigger(scope, task=f"Round {round_}.", due_at=1_000_000, once=True)
         offered: list[int] = []
 
-        async def turn() -> None:
+        async def turn(offered: list[int]) -> None:
             capability = ProspectiveTriggerCapability(GraphPendingTriggers(store), mentions, scope)
             offered.append(len(await capability.contribute({"prompt": ""})))
 
         async with anyio.create_task_group() as group:
             for _ in range(16):
-                group.start_soon(turn)
+                group.start_soon(turn, offered)
         assert sum(offered) == 1, (round_, offered)
     assert await layer.get_pending(scope) == []
 
@@ -85,7 +85,7 @@ async def test_without_a_claim_a_once_trigger_is_not_offered(store: GraphMemoryS
 
 
 async def test_bad_once_is_refused_naming_the_field(store: GraphMemoryStore, tenant: str) -> None:
-    with pytest.raises(ValidationError, match="^once: must be true or false"):
+    with pytest.raises(ValidationError, match=r"^once: must be true or false"):
         await ProspectiveLayer(store).set_trigger(MemoryScope(tenant), task="x", condition="c", once="yes")  # type: ignore[arg-type]
 
 

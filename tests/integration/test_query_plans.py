@@ -106,6 +106,7 @@ DOCTOR_PER_TENANT = {
     "doctor_bad_triggers": {"after": "", "limit": 500},
     "doctor_trigger_keys": {"after": "", "limit": 500},
     "doctor_recurrences": {"after": "", "limit": 500},
+    "doctor_trigger_wheres": {"after": "", "limit": 500},
     "doctor_trigger_cap": {"max_triggers": 100},
     "doctor_skill_cap": {"max_skills": 2000, "max_chars": 4000},
     "doctor_scope_budget": {"max_weight": 8 * 1024 * 1024},
