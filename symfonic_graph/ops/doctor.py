@@ -45,6 +45,7 @@ EXPECTED_INDEXES = (
     "skill_tenant",
     "precondition_tenant",
     "trigger_tenant",
+    "skill_scope",
     "fact_tenant",
     "symfonic_memory_text_v3",
     "trigger_scope",
