@@ -59,7 +59,11 @@ async def test_concurrent_turns_share_queries_and_each_gets_its_own_scope(
     assert len(seen) == len(turns)
     for scope, view in seen:
         assert view == expected[scope]  # exactly its own skills and reminders, nothing of another tenant
-    assert memory._coalescer is not None and memory._coalescer.queries < len(turns) / 4
+    coalescer = memory._coalescer
+    assert coalescer is not None
+    # Batches formed: a caller that stopped waiting for a slow batch (a loaded machine: over 1 s) reads its
+    # scope alone by design, so those reads are not counted against sharing.
+    assert coalescer.queries - coalescer.hedged < len(turns) / 4, (coalescer.queries, coalescer.hedged)
 
 
 async def test_coalescing_is_on_by_default_and_none_turns_it_off(store: GraphMemoryStore, tenant: str) -> None:
