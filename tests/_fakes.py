@@ -70,3 +70,13 @@ def assert_every_call_answered(model: Scripted) -> None:
     """Every tool call id was answered before the model ran again."""
     for shown in model.seen:
         assert_calls_answered(shown)
+
+
+class Clock:
+    """A settable clock (seconds): pass it as ``clock=`` or ``wall_clock=`` and move ``now`` by hand."""
+
+    def __init__(self, now: float = 1000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now

@@ -19,18 +19,11 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
+from tests._fakes import Clock
 from tests._proxy import TcpProxy
 from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 class ShippedRows(GraphMemoryStore):

@@ -22,7 +22,7 @@ from symfonic_graph.gate import create_precondition_gate_node
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.langgraph import build_agent_graph
 from symfonic_graph.memory.turn import DEFAULT_OUTAGE_GRACE
-from tests._fakes import Scripted, ai_calls, recording_tools
+from tests._fakes import Clock, Scripted, ai_calls, recording_tools
 from tests._otel import recording_spans
 from tests._proxy import TcpProxy
 from tests.conftest import Neo4jSettings
@@ -30,16 +30,6 @@ from tests.conftest import Neo4jSettings
 pytestmark = pytest.mark.anyio
 
 MISSING = "Missing precondition: call get_status before deliver (skill: Deliver)."
-
-
-class Clock:
-    """A monotonic clock the test moves by hand."""
-
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 @pytest.fixture

@@ -20,20 +20,12 @@ from symfonic_graph.errors import AuthorityError, NotFoundError, ValidationError
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.triggers import GraphPendingTriggers
 from tests._cli import run_cli_on
-from tests._fakes import Scripted
+from tests._fakes import Clock, Scripted
 from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
 
 T0 = datetime(2031, 5, 1, 9, 0, tzinfo=UTC).timestamp()
-
-
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def always(condition: str, cue: str) -> bool:
@@ -47,7 +39,7 @@ async def _ids(store: GraphMemoryStore, scope: MemoryScope, clock: Clock) -> lis
 async def test_acknowledged_and_cancelled_triggers_are_never_offered_again(
     store: GraphMemoryStore, tenant: str
 ) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store)
     timed = await layer.set_trigger(scope, task="Call the bank.", due_at=T0)
     text = await layer.set_trigger(scope, condition="invoice", task="Say it is overdue.")
@@ -80,7 +72,7 @@ async def test_acknowledged_and_cancelled_triggers_are_never_offered_again(
 
 
 async def test_snooze_holds_a_trigger_back_until_its_time(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store)
     text = await layer.set_trigger(scope, condition="c", task="Text.", identifier="nudge")
     timed = await layer.set_trigger(scope, task="Timed.", due_at=T0 - 10)
@@ -120,7 +112,7 @@ async def test_only_the_owning_scope_changes_a_trigger(store: GraphMemoryStore, 
             await call()
     with pytest.raises(AuthorityError):
         await layer.cancel_trigger(u1, shared)  # u1 sees the tenant-wide trigger, it does not own it
-    clock = Clock()
+    clock = Clock(T0)
     assert await _ids(store, u1, clock) == [shared, mine]
 
 
@@ -128,7 +120,7 @@ async def test_a_random_replay_never_offers_a_done_trigger(store: GraphMemorySto
     """600 turns over 40 triggers with acks, cancels, snoozes and expiries in between: every turn's
     offer equals the model's (due, unexpired, not snoozed, not done), and nothing done comes back."""
     rng = random.Random(36)
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store)
     model: dict[str, dict[str, Any]] = {}
     for k in range(40):
@@ -164,7 +156,7 @@ async def test_a_random_replay_never_offers_a_done_trigger(store: GraphMemorySto
 
 
 async def test_the_middleware_stops_offering_once_acknowledged(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant, "user-7"), Clock()
+    scope, clock = MemoryScope(tenant, "user-7"), Clock(T0)
     layer = ProspectiveLayer(store)
     timed = await layer.set_trigger(scope, task="Tell them the parcel arrived.", due_at=T0)
     text = await layer.set_trigger(scope, condition="invoice", task="Say the invoice is overdue.")

@@ -14,21 +14,13 @@ from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, Turn
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.triggers import GraphPendingTriggers
-from tests._fakes import Scripted
+from tests._fakes import Clock, Scripted
 
 pytestmark = pytest.mark.anyio
 
 MONDAY = datetime(2031, 5, 5, 9, 0, tzinfo=UTC)  # a Monday
 T0 = MONDAY.timestamp()
 DAY = 86400.0
-
-
-class Clock:
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def _occurrences(store: GraphMemoryStore, tenant: str) -> list[dict[str, Any]]:
@@ -39,7 +31,7 @@ async def _occurrences(store: GraphMemoryStore, tenant: str) -> list[dict[str, A
 
 
 async def test_acknowledging_an_occurrence_makes_the_next_one(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store, clock=clock)
     first = await layer.set_trigger(scope, task="Send the weekly report.", due_at=MONDAY,
                                     recurrence="RRULE:FREQ=WEEKLY;BYDAY=MO;COUNT=4", identifier="weekly")
@@ -66,7 +58,7 @@ async def test_acknowledging_an_occurrence_makes_the_next_one(store: GraphMemory
 
 
 async def test_cancel_ends_a_series_and_expiry_bounds_it(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant), Clock()
+    scope, clock = MemoryScope(tenant), Clock(T0)
     layer = ProspectiveLayer(store, clock=clock)
     daily = await layer.set_trigger(scope, task="Daily.", due_at=T0, recurrence="FREQ=DAILY")
     await layer.cancel_trigger(scope, daily)
@@ -79,7 +71,7 @@ async def test_cancel_ends_a_series_and_expiry_bounds_it(store: GraphMemoryStore
 
 
 async def test_setting_a_series_again_starts_it_over(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store, clock=clock)
     first = await layer.set_trigger(scope, task="Water.", due_at=T0, recurrence="FREQ=DAILY", identifier="water")
     second = await layer.ack_trigger(scope, first)
@@ -109,7 +101,7 @@ async def test_bad_recurrences_are_refused_naming_the_field(store: GraphMemorySt
 async def test_32_concurrent_acknowledgements_make_exactly_one_next_occurrence(
     store: GraphMemoryStore, tenant: str
 ) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store, clock=clock)
     current = await layer.set_trigger(scope, task="Stand-up.", due_at=T0, recurrence="FREQ=DAILY")
     for round_ in range(5):
@@ -125,7 +117,7 @@ async def test_32_concurrent_acknowledgements_make_exactly_one_next_occurrence(
 
 
 async def test_the_middleware_offers_each_occurrence_at_its_time(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant, "user-7"), Clock()
+    scope, clock = MemoryScope(tenant, "user-7"), Clock(T0)
     layer = ProspectiveLayer(store, clock=clock)
     first = await layer.set_trigger(scope, task="Take the medicine.", due_at=T0, recurrence="FREQ=HOURLY;INTERVAL=8")
     middleware = MemoryMiddleware(TurnMemory(store, wall_clock=clock))

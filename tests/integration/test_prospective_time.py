@@ -21,21 +21,11 @@ from symfonic_graph._store.cypher import query
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.triggers import GraphPendingTriggers, PendingTrigger, ProspectiveTriggerCapability
-from tests._fakes import Scripted
+from tests._fakes import Clock, Scripted
 
 pytestmark = pytest.mark.anyio
 
 T0 = datetime(2031, 5, 1, 9, 0, tzinfo=UTC).timestamp()
-
-
-class Clock:
-    """A settable wall clock (epoch seconds)."""
-
-    def __init__(self, now: float = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def never(condition: str, cue: str) -> bool:
@@ -47,7 +37,7 @@ async def _offered(store: GraphMemoryStore, scope: MemoryScope, clock: Clock, **
 
 
 async def test_a_time_trigger_is_offered_from_its_due_time_on(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store, clock=clock)
     at = await layer.set_trigger(scope, task="Call the bank.", due_at=datetime.fromtimestamp(T0 + 60, UTC))
     within = await layer.set_trigger(scope, task="Water the plants.", due_in=timedelta(minutes=5))
@@ -72,7 +62,7 @@ async def test_a_time_trigger_is_offered_from_its_due_time_on(store: GraphMemory
 
 
 async def test_a_due_trigger_is_selected_without_the_evaluator(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant), Clock()
+    scope, clock = MemoryScope(tenant), Clock(T0)
     await ProspectiveLayer(store).set_trigger(scope, task="Ask how the move went.", due_at=T0)
     await ProspectiveLayer(store).set_trigger(scope, condition="move", task="Never: the evaluator says no.")
     capability = ProspectiveTriggerCapability(GraphPendingTriggers(store, clock=clock), never, scope)
@@ -83,7 +73,7 @@ async def test_a_due_trigger_is_selected_without_the_evaluator(store: GraphMemor
 
 
 async def test_expired_and_unknown_kinds_are_never_offered(store: GraphMemoryStore, tenant: str) -> None:
-    scope, clock = MemoryScope(tenant), Clock()
+    scope, clock = MemoryScope(tenant), Clock(T0)
     layer = ProspectiveLayer(store)
     text = await layer.set_trigger(scope, condition="c", task="Until noon.", expires_at=T0 + 100)
     timed = await layer.set_trigger(scope, task="Due, then gone.", due_at=T0 + 10, expires_at=T0 + 20)
@@ -107,7 +97,7 @@ async def test_expired_and_unknown_kinds_are_never_offered(store: GraphMemorySto
 async def test_plain_cypher_time_triggers_are_offered_before_and_after_stamping(
     store: GraphMemoryStore, tenant: str
 ) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     tid = f"seed-{uuid.uuid4().hex}"
     await store.driver.execute_query(
         "CREATE (t:Trigger {id: $id, tenant_id: $tenant, namespace: 'u1', kind: 'time', condition: '', "
@@ -130,7 +120,7 @@ async def test_plain_cypher_time_triggers_are_offered_before_and_after_stamping(
 async def test_the_turn_reads_only_offerable_triggers_bounded_by_max_triggers(
     store: GraphMemoryStore, tenant: str
 ) -> None:
-    scope, clock = MemoryScope(tenant, "u1"), Clock()
+    scope, clock = MemoryScope(tenant, "u1"), Clock(T0)
     layer = ProspectiveLayer(store)
     future = [{"task": f"Later {k}.", "due_at": T0 + 3600 + k} for k in range(300)]
     for start in range(0, len(future), 100):
@@ -213,7 +203,7 @@ async def test_a_seed_file_writes_time_triggers(store: GraphMemoryStore, tenant:
         "    kind: time\n"
         "    due_in: 2h\n"
         "  - {condition: invoice, task: Say it is overdue.}\n")
-    scope, clock = MemoryScope(tenant), Clock()
+    scope, clock = MemoryScope(tenant), Clock(T0)
     await apply_seed(store, plan_seed(load_seed_file(path), scope))
     pending = await ProspectiveLayer(store).get_pending(scope)
     assert [(t.kind, t.expires_at) for t in pending] == [
@@ -232,7 +222,7 @@ async def test_a_seed_file_writes_time_triggers(store: GraphMemoryStore, tenant:
 async def test_the_middleware_offers_a_due_reminder_on_the_first_turn_at_its_time(
     store: GraphMemoryStore, tenant: str
 ) -> None:
-    scope, clock = MemoryScope(tenant, "user-7"), Clock()
+    scope, clock = MemoryScope(tenant, "user-7"), Clock(T0)
     await ProspectiveLayer(store).set_trigger(scope, task="Remind them the rent is due.", due_at=T0 + 60)
     middleware = MemoryMiddleware(TurnMemory(store, wall_clock=clock))  # no evaluator: time reminders still come
 

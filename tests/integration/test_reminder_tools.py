@@ -16,20 +16,12 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
 from symfonic_graph.langchain import OFFERED_KEY, MemoryMiddleware, reminder_tools
-from tests._fakes import Scripted
+from tests._fakes import Clock, Scripted
 
 pytestmark = pytest.mark.anyio
 
 THURSDAY = datetime(2031, 5, 1, 9, 0, tzinfo=UTC).timestamp()
 MONDAY = datetime(2031, 5, 5, 9, 0, tzinfo=UTC).timestamp()
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def call(name: str, call_id: str, **args: Any) -> AIMessage:

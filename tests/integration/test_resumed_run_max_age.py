@@ -21,17 +21,9 @@ from langgraph.types import Command
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.langchain import MemoryMiddleware
-from tests._fakes import Scripted, ai_calls, recording_tools
+from tests._fakes import Clock, Scripted, ai_calls, recording_tools
 
 pytestmark = pytest.mark.anyio
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 50.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 async def _emergency_rule(store: GraphMemoryStore, scope: MemoryScope) -> None:
@@ -59,7 +51,7 @@ async def _paused_agent(
 async def test_a_call_resumed_after_max_age_is_decided_on_the_current_rules(
     store: GraphMemoryStore, scope: MemoryScope
 ) -> None:
-    clock = Clock()
+    clock = Clock(50.0)
     agent, executed, config = await _paused_agent(store, scope, clock)
     await _emergency_rule(store, scope)
     clock.now += 11  # the approval came after max_age
@@ -75,7 +67,7 @@ async def test_a_call_resumed_after_max_age_is_decided_on_the_current_rules(
 async def test_a_call_resumed_within_max_age_keeps_the_snapshot_it_was_shown(
     store: GraphMemoryStore, scope: MemoryScope
 ) -> None:
-    clock = Clock()
+    clock = Clock(50.0)
     agent, executed, config = await _paused_agent(store, scope, clock)
     await _emergency_rule(store, scope)
     clock.now += 5

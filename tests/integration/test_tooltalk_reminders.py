@@ -51,7 +51,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
 from symfonic_graph.langchain import MemoryMiddleware
-from tests._fakes import Scripted
+from tests._fakes import Clock, Scripted
 
 FIXTURE = Path(__file__).with_name("tooltalk_reminders.json")
 REMINDER_APIS = frozenset({"AddReminder", "CompleteReminder", "DeleteReminder", "GetReminders",
@@ -212,14 +212,6 @@ def survey(plans: list[Plan]) -> dict[str, Any]:
 
 
 # --- the replay through the middleware ------------------------------------------------------
-
-
-class Clock:
-    def __init__(self, now: float) -> None:
-        self.now = now
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def _happened(tool: str) -> list[BaseMessage]:
