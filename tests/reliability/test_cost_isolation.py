@@ -25,7 +25,9 @@ from symfonic_graph.layers import SemanticLayer
 from symfonic_graph.recall import recall, recall_search
 from tests._recall import yielded
 
-pytestmark = pytest.mark.anyio
+# Every test here seeds plain-Cypher nodes without keys and reads them before or after a database-wide
+# stamp_keys: another worker's stamp_keys in between would change what they see, so they run alone.
+pytestmark = [pytest.mark.anyio, pytest.mark.schema_change]
 
 PLAIN_TRIGGERS = """
 UNWIND range(1, $n) AS i
@@ -85,7 +87,6 @@ async def _tasks(store: GraphMemoryStore, scope: MemoryScope) -> list[str]:
     return sorted(t.task for t in snapshot.triggers)
 
 
-@pytest.mark.schema_change  # counts what a database-wide stamp_keys does: no other test may stamp meanwhile
 async def test_a_quiet_namespace_turn_costs_the_same_whatever_its_neighbour_holds(
     store: GraphMemoryStore, tenant: str, forget: list[str]
 ) -> None:
@@ -107,7 +108,6 @@ async def test_a_quiet_namespace_turn_costs_the_same_whatever_its_neighbour_hold
     assert len(await _tasks(store, busy)) == 100  # its own and the tenant-wide ones, capped at max_triggers
 
 
-@pytest.mark.schema_change  # counts what a database-wide stamp_keys does: no other test may stamp meanwhile
 async def test_unkeyed_plain_cypher_triggers_are_read_reported_and_stamped(
     store: GraphMemoryStore, tenant: str, forget: list[str]
 ) -> None:
@@ -159,7 +159,6 @@ async def test_a_stale_key_never_shows_a_trigger_to_its_old_scope(
     assert await _tasks(store, elsewhere) == ["moved to another tenant"]
 
 
-@pytest.mark.schema_change  # counts what a database-wide stamp_keys does: no other test may stamp meanwhile
 async def test_stamping_backfills_data_seeded_without_keys_and_is_idempotent(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
 ) -> None:
@@ -216,7 +215,6 @@ async def test_a_tenant_id_of_punctuation_only_finds_only_its_own(
         assert await yielded(driver, recall_search(tid, word)) == [tid] * 5
 
 
-@pytest.mark.schema_change  # counts what a database-wide stamp_keys does: no other test may stamp meanwhile
 async def test_plain_cypher_facts_without_a_token_are_recalled_reported_and_stamped(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, forget: list[str]
 ) -> None:
