@@ -105,7 +105,7 @@ from symfonic_graph.memory.limits import LimitLedger
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
-from symfonic_graph.rules._messages import call_ref, messages_of, read_history
+from symfonic_graph.rules._messages import call_ref, messages_of
 from symfonic_graph.rules.decisions import DecisionSink
 from symfonic_graph.rules.gate import GateDecision, Strict, run_gate, strict_policy
 from symfonic_graph.rules.lint import ToolLinter, tool_names
@@ -282,7 +282,6 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         self._linters: dict[frozenset[str], ToolLinter] = {}
         self._conversations = Conversations()
         self._limits = LimitLedger(memory.store, memory.wall_clock)
-        self._decided: OrderedDict[str, MemoryScope] = OrderedDict()  # allowed call id -> its scope (releases)
         self._turn_scopes: OrderedDict[int, tuple[Sequence[Any], object, tuple[tuple[Any, Any], ...], MemoryScope]] = (
             OrderedDict())
 
@@ -375,7 +374,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         if not snapshot.triggers:
             return None
         capability = ProspectiveTriggerCapability(snapshot, self.evaluator or no_text_match, scope,
-                                                  events_from=lambda _: read_history(messages).results,
+                                                  events_from=lambda _: self._conversations.read(messages).results,
                                                   claim=ProspectiveLayer(self.memory.store).claim_once,
                                                   sink=_Offered(offered))
         contributions = await capability.contribute(Cue(last_human_text(messages)))
@@ -421,12 +420,12 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         Raises:
             ScopeError: the call has no usable scope.
         """
-        decision = await self.decide(request)
+        decision, scope = await self._decide(request)
         answer = tool_message(decision)
         if answer is None:
             result = await handler(request)
             if isinstance(result, ToolMessage) and result.status == "error":  # a failed call frees its limit slots
-                await self._limits.release(self._decided.pop(decision.call_id or "", None), decision.call_id)
+                await self._limits.release(scope, decision.call_id)
             return result
         log.debug("gate answered %s (%s) instead of running it: %s",
                   decision.tool_name, decision.call_id, decision.verdict)
@@ -444,6 +443,11 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
         Raises:
             ScopeError: the call has no usable scope.
         """
+        decision, _ = await self._decide(request)
+        return decision
+
+    async def _decide(self, request: ToolCallRequest) -> tuple[GateDecision, MemoryScope]:
+        """``decide``, and the scope the call was decided in (its limit slots are held under it)."""
         call = request.tool_call
         name, call_id = str(call.get("name") or ""), call.get("id")
         state = request.state
@@ -462,7 +466,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
 
         ref = call_ref({"name": name, "args": dict(call.get("args") or {}), "id": call_id})
         if ref is None:  # no tool named: nothing to decide
-            return GateDecision(name, call_id, "allowed")
+            return GateDecision(name, call_id, "allowed"), scope
         conversation = self._conversations.read(messages).conversation
         history = conversation.history_before(call_id)
         gate_state = state if isinstance(state, Mapping) else {"messages": messages}
@@ -471,10 +475,6 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
                                    guarded_tools=self.guarded_tools, now=wall_time(self.memory),
                                    in_flight=earlier_siblings(conversation, call_id))
         decisions = await self._limits.reserve(scope, decisions)
-        if decisions and decisions[0].allowed and isinstance(call_id, str):
-            self._decided[call_id] = scope
-            while len(self._decided) > 10_000:
-                self._decided.popitem(last=False)
         await watch.emit(decisions, sink=self.decision_sink, strict=self.strict, calls=[(name, call_id)],
                          config=getattr(request.runtime, "config", None))
-        return decisions[0] if decisions else GateDecision(name, call_id, "allowed")
+        return (decisions[0] if decisions else GateDecision(name, call_id, "allowed")), scope

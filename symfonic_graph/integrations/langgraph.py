@@ -54,7 +54,7 @@ from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.memory.limits import LimitLedger, uncounted
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory
-from symfonic_graph.rules._messages import messages_of, read_history, terminal_tool_calls
+from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
 from symfonic_graph.rules.decisions import DecisionSink
 from symfonic_graph.rules.gate import SkillLookup, Strict, run_gate, strict_policy
 from symfonic_graph.rules.gate import _lookup as checked_lookup
@@ -184,10 +184,12 @@ def create_guarded_tool_node(
 def _guarded_node(
     tool_node: ToolNode, memory: Memory, linter: ToolLinter, *, policy: tuple[Strict, frozenset[str]],
     messages_key: str, count_failed_calls: bool, sink: DecisionSink | None = None,
+    conversations: Conversations | None = None,
 ) -> GuardedNode:
     strict, guarded = policy
     lookup = _lookup_of(memory)
-    conversations = Conversations()  # each message read once; a turn reads only what the last one did not
+    if conversations is None:  # each message read once; a turn reads only what the last one did not
+        conversations = Conversations()
     limits = LimitLedger(memory.store, memory.wall_clock) if isinstance(memory, TurnMemory) else None
 
     async def get_active_skills(state: Any, watch: Watch) -> Any:
@@ -262,6 +264,7 @@ def _system_message(system_prompt: str | SystemMessage | None, block: str | None
 
 async def _turn_messages(
     memory: Memory, state: Any, linter: ToolLinter, *, preflight: bool, evaluator: Evaluator | None,
+    conversations: Conversations,
 ) -> tuple[str | None, list[BaseMessage]]:
     """The turn's one read: the pre-flight block and the reminders message (never stored in the state)."""
     try:
@@ -289,7 +292,7 @@ async def _turn_messages(
     if snapshot is not None and scope is not None and snapshot.triggers and isinstance(memory, TurnMemory):
         messages = messages_of(state)
         capability = ProspectiveTriggerCapability(snapshot, evaluator or no_text_match, scope,
-                                                  events_from=lambda _: read_history(messages).results,
+                                                  events_from=lambda _: conversations.read(messages).results,
                                                   claim=ProspectiveLayer(memory.store).claim_once)
         contributions = await capability.contribute(Cue(last_human_text(messages)))
         if contributions:
@@ -379,16 +382,19 @@ def build_agent_graph(
     bound = model.bind_tools(list(tool_node.tools_by_name.values()))
     linter = ToolLinter(tool_node.tools_by_name)
     schema: type[Any] = state_schema if state_schema is not None else MessagesState
+    conversations = Conversations()  # one reading per conversation, shared by the reminders and the gate
 
     async def agent(state: Any) -> dict[str, Any]:
-        block, reminders = await _turn_messages(memory, state, linter, preflight=preflight, evaluator=evaluator)
+        block, reminders = await _turn_messages(memory, state, linter, preflight=preflight, evaluator=evaluator,
+                                                conversations=conversations)
         response = await bound.ainvoke([*_system_message(system_prompt, block), *messages_of(state), *reminders])
         return {"messages": [response]}
 
     builder: StateGraph[Any, Any, Any, Any] = StateGraph(schema, context_schema=context_schema)
     builder.add_node("agent", agent)
     builder.add_node("tools", _guarded_node(tool_node, memory, linter, policy=policy, messages_key="messages",
-                                            count_failed_calls=count_failed_calls, sink=sink))
+                                            count_failed_calls=count_failed_calls, sink=sink,
+                                            conversations=conversations))
     builder.add_edge(START, "agent")
     builder.add_conditional_edges("agent", tools_condition, {"tools": "tools", END: END})
     builder.add_edge("tools", "agent")

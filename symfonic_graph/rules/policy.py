@@ -245,8 +245,9 @@ def any_outcome(entry: AnyPrecondition, args: Mapping[str, Any] | None, history:
             return MET
         missing.append(name)
     for alternative in entry.alternatives:
-        if alternative.blocking() is not None:
-            errors.append(f"a misconfigured alternative ({alternative.blocking()})")
+        problem = alternative.blocking()
+        if problem is not None:
+            errors.append(f"a misconfigured alternative ({problem})")
             continue
         if isinstance(alternative, FactPrecondition):
             outcome = fact_outcome(alternative, args, history, bindings)

@@ -223,7 +223,7 @@ class Rule:
         refused: list[str] = []
         errors: list[str] = []
         counted: list[tuple[str, LimitPrecondition, float]] = []
-        for entry in self.requirements:
+        for position, entry in enumerate(self.requirements):
             if isinstance(entry, ToolPrecondition):
                 met, only_failed = tool_requirement_met(entry, args, history, count_failed=count_failed)
                 if only_failed:
@@ -250,7 +250,7 @@ class Rule:
                         if isinstance(amount, str):
                             outcome = Outcome("error", f"`{entry.sum}` could not be evaluated ({amount})")
                         else:
-                            counted.append((f"{self.key}#{self.requirements.index(entry)}", entry, amount))
+                            counted.append((f"{self.key}#{position}", entry, amount))
                 else:
                     outcome = any_outcome(entry, args, history, bindings, count_failed=count_failed,
                                           action=self.action_tool)
