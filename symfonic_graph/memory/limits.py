@@ -23,6 +23,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
+from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.rules.gate import GateDecision
 from symfonic_graph.shape.scope import MemoryScope
 
@@ -61,6 +62,15 @@ class LimitLedger:
     async def _one(self, scope: MemoryScope, decision: GateDecision) -> GateDecision:
         call_id = decision.call_id or f"call-{uuid.uuid4().hex}"
         taken: list[str] = []
+        try:
+            return await self._reserve(scope, decision, call_id, taken)
+        except StoreUnavailableError as exc:  # a limit that cannot be counted never lets its call run
+            log.warning("limit of %s for %s not reserved (%s); the call is refused", decision.tool_name, scope, exc)
+            await self._free(taken, call_id)
+            return dataclasses.replace(decision, verdict="store_unavailable", blocking=None)
+
+    async def _reserve(self, scope: MemoryScope, decision: GateDecision, call_id: str,
+                       taken: list[str]) -> GateDecision:
         now = self.wall_clock()
         for check in decision.matched:
             if check.shadow:
@@ -76,8 +86,7 @@ class LimitLedger:
                 if row["allowed"]:
                     taken.append(key)
                     continue
-                for held in taken:  # all or nothing: a refused call holds no slot
-                    await self.store.write_once("limit_release", key=held, call_id=call_id)
+                await self._free(taken, call_id)  # all or nothing: a refused call holds no slot
                 message = entry.message or (
                     f"`{decision.tool_name}` may run at most {entry.max_calls} time(s) per {entry.per}"
                     + (f" in {entry.window}" if entry.window else "") if entry.max_calls is not None else
@@ -94,8 +103,15 @@ class LimitLedger:
         """Free the slots ``call_id`` reserved (its result failed); nothing when it reserved none."""
         if scope is None or call_id is None:
             return
-        for key in self._held.pop((scope, call_id), ()):
-            await self.store.write_once("limit_release", key=key, call_id=call_id)
+        await self._free(self._held.pop((scope, call_id), []), call_id)
+
+    async def _free(self, keys: list[str], call_id: str) -> None:
+        """Release ``call_id``'s slots; during an outage they stay counted (logged): never one run too many."""
+        for key in keys:
+            try:
+                await self.store.write_once("limit_release", key=key, call_id=call_id)
+            except StoreUnavailableError as exc:
+                log.warning("a slot of %s could not be released (%s); it counts until its window ends", key, exc)
 
 
 def uncounted(decisions: Sequence[GateDecision]) -> tuple[GateDecision, ...]:

@@ -14,6 +14,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
@@ -176,3 +177,28 @@ async def test_a_limit_costs_one_round_trip_when_its_action_is_called_and_none_o
         {"messages": [HumanMessage("refund")]}, context=scope)
     assert ran == ["o1"]
     assert recording.sent.count("limit_reserve") == 1 and "write" not in recording.sent, recording.sent
+
+
+class _SilentOnReserve(GraphMemoryStore):
+    """The real store, except that a limit's reservation meets a silent server: its own deadline ends it."""
+
+    async def write_once(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        if name == "limit_reserve":
+            await self._within_timeout(lambda: anyio.sleep(3600), f"query {name}")
+        return await super().write_once(name, **params)
+
+
+@pytest.mark.parametrize("wiring", ["middleware", "graph"])
+async def test_a_reservation_the_store_cannot_answer_refuses_the_call(
+    store: GraphMemoryStore, tenant: str, wiring: str
+) -> None:
+    await _seed(store, tenant)
+    silent = _SilentOnReserve(store.driver, database=store.database, query_timeout=1.0)
+    memory, ran = TurnMemory(silent), []
+    model, tools = _one_refund("o1"), [_refund_tool(ran)]
+    agent = create_agent(model, tools, middleware=[MemoryMiddleware(memory)]) if wiring == "middleware" \
+        else build_agent_graph(model, tools, memory)
+    out = await agent.ainvoke({"messages": [HumanMessage("refund")]}, context=MemoryScope(tenant, "user-1"))
+    assert ran == []  # a limit that cannot be counted never lets its call run, and the run goes on
+    [answer] = [m for m in out["messages"] if getattr(m, "tool_call_id", None) == "r-o1"]
+    assert str(answer.content).startswith("Precondition check unavailable: ")
