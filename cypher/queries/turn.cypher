@@ -41,10 +41,12 @@ RETURN collect(trigger_row) AS triggers
 // visible approved skills (only when the version differs from known_version,
 // or either is unusable) and the pending triggers of the scope (at most
 // $max_triggers, oldest first). Skills use the one visibility rule and
-// projection (skill_projection.cypher). Each entry is read in its own
-// subquery, filtered by its own tenant: rows never cross entries. A catalog
-// version that is not a non-negative integer comes back null: the skills are
-// then read on every turn (never cached on an odd version).
+// projection (skill_projection.cypher), packed as lists (`skill_packed`:
+// skill_row's values without map keys, read back into skill_row's shape).
+// Each entry is read in its own subquery, filtered by its own tenant: rows
+// never cross entries. A catalog version that is not a non-negative integer
+// comes back null: the skills are then read on every turn (never cached on an
+// odd version).
 UNWIND range(0, size($scopes) - 1) AS i
 WITH i, $scopes[i] AS sc
 CALL (sc) {
@@ -59,8 +61,8 @@ CALL (sc) {
     WHERE
       // include: skill_visible
     WITH s, published ORDER BY s.created_at, s.id
-    // include: skill_row
-    RETURN collect(skill_row) AS skills
+    // include: skill_packed
+    RETURN collect(skill_packed) AS skills
   }
   CALL (sc, published) {
     // include: offerable_trigger_nodes($max_triggers)

@@ -10,7 +10,7 @@ moved catalog, a stale cache). The compiler shares what scopes have in common:
 
 Example:
     >>> compiler = Compiler()
-    >>> catalog, torn = compiler.catalog(MemoryScope("acme"), 3, rows, None, now=0.0)
+    >>> catalog, torn = compiler.catalog(MemoryScope("acme"), 3, packed_rows, None, now=0.0)
     >>> reminders = compiler.pending(MemoryScope("acme"), trigger_rows)
 """
 
@@ -28,7 +28,7 @@ from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.triggers import PendingTrigger
 from symfonic_graph.rules.ruleset import Rule, RuleSet
 from symfonic_graph.shape._intern import shared
-from symfonic_graph.shape.models import read_skills, trigger_from_row
+from symfonic_graph.shape.models import read_skills, trigger_from_row, unpack_skill_row
 from symfonic_graph.shape.scope import MemoryScope
 
 
@@ -55,7 +55,7 @@ class TenantRules(RuleSet):
 _JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
 
 
-def fingerprint(rows: Sequence[Mapping[str, Any]]) -> bytes | None:
+def fingerprint(rows: Sequence[Any]) -> bytes | None:
     """A digest of skill rows exactly as read, or None when a value is not plain JSON.
 
     JSON keeps ``1``, ``1.0`` and ``true`` apart (``==`` does not), so equal
@@ -80,21 +80,20 @@ class Compiler:
         self._triggers: WeakValueDictionary[str, PendingTrigger] = WeakValueDictionary()
 
     def catalog(
-        self, scope: MemoryScope, version: int | None, rows: Sequence[Mapping[str, Any]],
+        self, scope: MemoryScope, version: int | None, rows: Sequence[Sequence[Any]],
         cached: Catalog | None, now: float,
     ) -> tuple[Catalog, bool]:
-        """The catalog of ``rows`` and whether a row was torn (a re-seed caught half applied).
+        """The catalog of ``rows`` (``skill_packed`` lists) and whether a row was torn (a re-seed caught half applied).
 
         The tenant-wide rows compile into the tenant's shared rules; the
         scope's own rows compile on their own and are merged in catalog
         order. ``cached`` (the scope's last catalog) lends its parts when
         their rows did not change.
         """
-        tenant_rows: list[Mapping[str, Any]] = []
-        own_rows: list[tuple[int, Mapping[str, Any]]] = []
+        tenant_rows: list[Sequence[Any]] = []
+        own_rows: list[tuple[int, Sequence[Any]]] = []
         for row in rows:
-            props = row.get("skill")
-            if isinstance(props, Mapping) and props.get("namespace") is not None:
+            if row[2] is not None:  # the skill's namespace
                 own_rows.append((len(tenant_rows), row))
             else:
                 tenant_rows.append(row)
@@ -107,7 +106,7 @@ class Compiler:
         else:
             kept: list[tuple[int, Rule]] = []
             for place, row in own_rows:
-                skills, torn_row = read_skills([row])
+                skills, torn_row = read_skills([unpack_skill_row(row)])
                 torn = torn or torn_row
                 kept.extend((place, rule) for rule in RuleSet(keep_visible(scope, skills, "skill"), pack=True).rules)
             own = tuple(kept)
@@ -124,13 +123,13 @@ class Compiler:
             rules = RuleSet.of_rules(merged)
         return Catalog(version, now, rules, None if torn else digest, now, own, tenant), torn
 
-    def _tenant_rules(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[TenantRules, bool]:
+    def _tenant_rules(self, scope: MemoryScope, rows: Sequence[Sequence[Any]]) -> tuple[TenantRules, bool]:
         """The tenant-wide rules of ``rows``: the shared ones when identical rows were compiled, else compiled now."""
         digest = fingerprint(rows)
         held = self._tenants.get(scope.tenant_id)
         if held is not None and digest is not None and held.digest == digest:
             return held, False
-        skills, torn = read_skills(rows)
+        skills, torn = read_skills([unpack_skill_row(row) for row in rows])
         rules = TenantRules(keep_visible(scope, skills, "skill"), pack=True)
         rules.digest = b"" if digest is None or torn else digest  # b"": never matched, never shared
         if rules.digest:

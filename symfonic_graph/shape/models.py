@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Final, Literal, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, PlainSerializer, PlainValidator, model_validator
 from pydantic import ValidationError as PydanticValidationError
@@ -39,7 +39,7 @@ from symfonic_graph.shape.records import (
 log = logging.getLogger("symfonic_graph.models")
 
 __all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "guarded_tool", "read_skill", "read_skills",
-           "skill_of"]
+           "skill_of", "unpack_skill_row"]
 
 SKILL_STATUSES = frozenset({"approved", "draft", "rejected"})
 _logged: set[tuple[str, str]] = set()
@@ -405,6 +405,40 @@ def _unknown_pairs(props: object) -> list[tuple[str, object]]:
         return []
     return [(pair[0], pair[1]) for pair in unknown
             if isinstance(pair, (list, tuple)) and len(pair) == 2 and isinstance(pair[0], str)]
+
+
+_PACKED_SKILL: Final = ("id", "tenant_id", "namespace", "label", "identifier", "steps", "action_tool", "context",
+                        "status", "active", "source", "enforcement", "created_at", "rev", "unknown")
+_SHIPPED_PRECONDITION: Final = tuple(sorted(PRECONDITION_PROPERTIES - {"tenant_id", "namespace"}))
+_FOREIGN: Final = "precondition of no tenant or another tenant (its tenant_id is not this skill's)"
+
+
+def unpack_skill_row(packed: Sequence[Any]) -> dict[str, Any]:
+    """The ``skill_row`` map of one ``skill_packed`` list (the turn's cold read ships lists, not maps).
+
+    Example:
+        >>> row = unpack_skill_row(["s1", "acme", None, "Deploy", None, ["deploy"], "deploy", "", "approved",
+        ...                         None, None, None, None, None, [], False, False,
+        ...                         [[0, None, [["kind", "tool"], ["tool", "auth"], "same_arg"]]]])
+        >>> row["preconditions"][0]["tool"], row["preconditions"][0]["unknown"], row["skill"]["label"]
+        ('auth', ['same_arg'], 'Deploy')
+    """
+    preconditions: list[dict[str, Any] | None] = []
+    for entry in packed[17]:
+        if len(entry) == 1:  # not the skill's tenant: only its position left the database
+            preconditions.append({"kind": _FOREIGN, "position": entry[0]})
+            continue
+        shipped = dict.fromkeys(_SHIPPED_PRECONDITION)
+        unknown = []
+        for item in entry[2]:
+            if type(item) is list:
+                shipped[item[0]] = item[1]
+            else:
+                unknown.append(item)
+        shipped["position"], shipped["rev"], shipped["unknown"] = entry[0], entry[1], unknown
+        preconditions.append(shipped)
+    return {"skill": dict(zip(_PACKED_SKILL, packed[:15], strict=True)), "retracted": packed[15], "staged": packed[16],
+            "preconditions": preconditions}
 
 
 def skill_from_row(row: Mapping[str, Any]) -> Skill | None:
