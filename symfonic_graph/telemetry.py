@@ -30,7 +30,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Coroutine, Iterable, Sequence, Sized
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, ParamSpec, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, Protocol, TypeVar
 
 from symfonic_graph.shape.scope import MemoryScope
 
@@ -270,8 +270,8 @@ def _scope_attributes(scope: MemoryScope) -> dict[str, AttributeValue]:
 
 
 def traced_turn(
-    begin: Callable[[Owner, MemoryScope], Coroutine[Any, Any, Snap]],
-) -> Callable[[Owner, MemoryScope], Coroutine[Any, Any, Snap]]:
+    begin: Callable[Concatenate[Owner, MemoryScope, P], Coroutine[Any, Any, Snap]],
+) -> Callable[Concatenate[Owner, MemoryScope, P], Coroutine[Any, Any, Snap]]:
     """Decorate ``TurnMemory.begin``: one ``search_memory`` span per call.
 
     Returns ``begin`` itself when OpenTelemetry is not installed. An exception
@@ -281,21 +281,21 @@ def traced_turn(
         return begin
 
     @functools.wraps(begin)
-    async def traced(self: Owner, scope: MemoryScope) -> Snap:
+    async def traced(self: Owner, scope: MemoryScope, *args: P.args, **kwargs: P.kwargs) -> Snap:
         if not AVAILABLE:
-            return await begin(self, scope)
+            return await begin(self, scope, *args, **kwargs)
         attributes: dict[str, AttributeValue] = {OPERATION_NAME: SEARCH_MEMORY}
         if isinstance(scope, MemoryScope):  # else begin() raises ScopeError, recorded below
             attributes.update(_scope_attributes(scope))
         span = _start(SEARCH_MEMORY, SpanKind.CLIENT, attributes)
         if span is None:
-            return await begin(self, scope)
+            return await begin(self, scope, *args, **kwargs)
         with _trace.use_span(span, end_on_exit=True, record_exception=False, set_status_on_exception=False):
             if not span.is_recording():
-                return await begin(self, scope)
+                return await begin(self, scope, *args, **kwargs)
             token = _turn_span.set(span)
             try:
-                snapshot = await begin(self, scope)
+                snapshot = await begin(self, scope, *args, **kwargs)
             except Exception as exc:
                 _fail(span, exc)
                 raise
@@ -311,7 +311,7 @@ def traced_turn(
             span.set_attributes(result)
             return snapshot
 
-    return traced
+    return traced  # type: ignore[return-value]  # functools.wraps loses the ParamSpec for mypy
 
 
 def note_turn_read(query: str, *, skills_cached: bool) -> None:

@@ -209,10 +209,23 @@ WITH t, [x IN [
                 ELSE 'a ' + replace(valueType(t.task), ' NOT NULL', '') END + ', not a string: skipped by every read'
          WHEN trim(t.task) = '' THEN 'task is empty: the reminder offers the model nothing'
        END,
-       CASE WHEN t.kind IS NOT NULL AND NOT coalesce(t.kind IN ['text', 'time', 'event'], false)
+       CASE WHEN t.kind IS NOT NULL AND NOT coalesce(t.kind IN ['text', 'time', 'event', 'semantic'], false)
          THEN 'kind ' + CASE WHEN valueType(t.kind) STARTS WITH 'STRING' THEN "'" + t.kind + "'"
                              ELSE 'is a ' + replace(valueType(t.kind), ' NOT NULL', '') END
-              + ' is not text|time|event: never offered'
+              + ' is not text|time|event|semantic: never offered'
+       END,
+       // The same test as the turn's exact read (triggers.cypher): a list of numbers with a usable norm.
+       CASE
+         WHEN coalesce(t.kind = 'semantic', false) AND NOT coalesce(valueType(t.embedding) IN
+                ['LIST<FLOAT NOT NULL> NOT NULL', 'LIST<INTEGER NOT NULL> NOT NULL'], false)
+           THEN 'a semantic trigger whose embedding is ' + CASE WHEN t.embedding IS NULL THEN 'missing'
+                ELSE 'a ' + replace(valueType(t.embedding), ' NOT NULL', '') END
+                + ', not a list of numbers: never offered (write it with ProspectiveLayer(store, embeddings=...))'
+         WHEN coalesce(t.kind = 'semantic', false)
+              AND NOT 1e-12 < reduce(sq = 0.0, x IN t.embedding | sq + x * x) < 1e36
+           THEN 'a semantic trigger whose embedding is all zeros, empty or out of float32 range: never offered'
+         WHEN NOT coalesce(t.kind = 'semantic', false) AND t.embedding IS NOT NULL
+           THEN 'an embedding on a trigger that is not semantic: ignored'
        END,
        CASE WHEN coalesce(t.kind = 'event', false) AND NOT valueType(t.on_tool) STARTS WITH 'STRING'
          THEN 'an event trigger without an on_tool string: never offered'

@@ -13,16 +13,20 @@ t.tenant_id = sc.tenant_id
   AND
   // include: visible_version(t, sc.write_id)
 
-// fragment: trigger_offerable
+// fragment: trigger_offerable(similarity)
 // params: now
 // What may be offered at $now of a visible trigger `t` (a WHERE body, after
 // trigger_visible): a kind this release offers (absent: text; an event
-// trigger only with its on_tool, the capability matches the call); a time
-// trigger only once its due_at has passed (a time trigger without a usable
-// due_at never); none before its snoozed_until, none at or after its
-// expires_at. Read from the properties themselves, never from the offer key.
-coalesce(t.kind, 'text') IN ['text', 'time', 'event']
+// trigger only with its on_tool, the capability matches the call; a semantic
+// trigger only when `similarity`, the vector index's score of its embedding
+// against the turn's, reaches the entry's `sc.similarity_floor`: a seek that
+// scores nothing passes null and never offers one); a time trigger only once
+// its due_at has passed (a time trigger without a usable due_at never); none
+// before its snoozed_until, none at or after its expires_at. Read from the
+// properties themselves, never from the offer key.
+coalesce(t.kind, 'text') IN ['text', 'time', 'event', 'semantic']
   AND (coalesce(t.kind, 'text') <> 'event' OR t.on_tool IS NOT NULL)
+  AND (coalesce(t.kind, 'text') <> 'semantic' OR coalesce(similarity >= sc.similarity_floor, false))
   AND CASE WHEN t.due_at IS NULL THEN coalesce(t.kind, 'text') <> 'time'
            ELSE coalesce(t.due_at <= $now, false) END
   AND coalesce(NOT t.snoozed_until > $now, true)

@@ -21,7 +21,7 @@ RETURN key, s.tenant_id AS tenant_id, s.namespace AS namespace, s.label AS label
 
 // name: seed_existing_triggers
 // params: keys
-// returns: key, tenant_id, namespace, identifier, condition, task, kind, due_at, expires_at, recurrence, on_tool, same_args, where, once, live
+// returns: key, tenant_id, namespace, identifier, condition, task, kind, due_at, expires_at, recurrence, on_tool, same_args, where, once, embedding, live
 // mode: read
 // The triggers that hold a seed file's keys (see seed_existing_skills), their
 // times as epoch milliseconds, as a write row carries them.
@@ -32,4 +32,4 @@ RETURN key, t.tenant_id AS tenant_id, t.namespace AS namespace, t.identifier AS 
        CASE WHEN valueType(t.due_at) STARTS WITH 'ZONED DATETIME' THEN t.due_at.epochMillis END AS due_at,
        CASE WHEN valueType(t.expires_at) STARTS WITH 'ZONED DATETIME' THEN t.expires_at.epochMillis END AS expires_at,
        t.recurrence AS recurrence, t.on_tool AS on_tool, t.same_args AS same_args, t.where AS where, t.once AS once,
-       t.status = 'pending' AND NOT t:SymfonicRetracted AS live;
+       t.embedding AS embedding, t.status = 'pending' AND NOT t:SymfonicRetracted AS live;

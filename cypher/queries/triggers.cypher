@@ -22,6 +22,7 @@ SET t.tenant_id = row.tenant_id, t.namespace = row.namespace, t.identifier = row
     t.expires_at = CASE WHEN row.expires_at IS NULL THEN null ELSE datetime({epochMillis: row.expires_at}) END,
     t.snoozed_until = null, t.resolution = null, t.recurrence = row.recurrence,
     t.on_tool = row.on_tool, t.same_args = row.same_args, t.where = row.where, t.once = row.once,
+    t.embedding = row.embedding,
     t.symfonic_series = CASE WHEN row.recurrence IS NULL THEN null ELSE coalesce(row.base_key, row.key) END,
     t.symfonic_generation = CASE WHEN row.recurrence IS NULL THEN null
                                  ELSE coalesce(t.symfonic_generation, -1) + 1 END,
@@ -89,18 +90,19 @@ reduce(at = datetime({epochMillis: 0}), x IN [t.created_at, t.due_at, t.snoozed_
 
 // fragment: trigger_keep(cap)
 // params:
-// Of the offerable rows `t`, the `cap` a turn keeps: due time triggers first,
-// then the others, each offerable longest first (offer key, then creation);
-// shown oldest first (created_at, then id).
-WITH t ORDER BY CASE WHEN t.kind = 'time' THEN 0 ELSE 1 END, coalesce(t.symfonic_offer_at, t.created_at),
+// Of the offerable rows `t`, the `cap` a turn keeps: due time triggers and
+// semantic ones that matched first, then the others, each offerable longest
+// first (offer key, then creation); shown oldest first (created_at, then id).
+WITH t ORDER BY CASE WHEN t.kind IN ['time', 'semantic'] THEN 0 ELSE 1 END, coalesce(t.symfonic_offer_at, t.created_at),
                 t.created_at, t.id
      LIMIT cap
 WITH t ORDER BY t.created_at, t.id
 
 // fragment: offerable_trigger_nodes(cap)
 // params: now
-// Rows `t`: the triggers of the scope map `sc` (with `published`, the tenant
-// catalog's list) that may be offered at $now, at most `cap` per scope key:
+// Rows `t, similarity`: the triggers of the scope map `sc` (with
+// `published`, the tenant catalog's list) that may be offered at $now, at
+// most `cap` per scope key, and the semantic ones with their score:
 // one index seek per scope key on the offer index of migration 0011, in
 // offer-key order, filtered (trigger_visible, trigger_offerable) and cut at
 // `cap`, so a scope's reminders not yet due, snoozed, or beyond the first
@@ -121,7 +123,7 @@ CALL (sc, published) {
       AND
       // include: trigger_visible
       AND
-      // include: trigger_offerable
+      // include: trigger_offerable(null)
     WITH t ORDER BY t.symfonic_scope, t.status, t.symfonic_offer_at LIMIT cap
     RETURN t
   }
@@ -136,36 +138,77 @@ CALL (sc, published) {
       AND
       // include: trigger_visible
       AND
-      // include: trigger_offerable
+      // include: trigger_offerable(null)
     WITH t ORDER BY t.symfonic_scope, t.status, t.kind, t.symfonic_offer_at LIMIT cap
     RETURN collect(t) AS timed
   }
   UNWIND first + [x IN timed WHERE NOT x IN first] AS t
-  RETURN t
+  RETURN t, null AS similarity
   UNION
   WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicOfferKeyed) } THEN sc.tenant_id END AS unkeyed_tenant
   MATCH (t:Trigger)
   USING INDEX t:Trigger(tenant_id)
   WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicOfferKeyed
-  RETURN t
+  RETURN t, null AS similarity
+  UNION
+  // Semantic triggers, only for an entry with the turn's embedding
+  // (`sc.vector`): the first `sc.semantic_k` nodes of the vector index
+  // (migration 0017) by score, kept when the including query's filters hold
+  // (the scope's tenant and namespace among them). Neo4j 5's index search
+  // cannot filter by tenant, so the read checks it left nothing out: when
+  // every hit scores at least the floor, other tenants' or resolved triggers
+  // may have pushed some of the scope's own beyond `semantic_k`, and the
+  // scope's pending semantic triggers are then scored exactly instead, by
+  // scope key (kind index of migration 0016). Whether a trigger is offered
+  // never depends on another tenant's triggers; only the rare exact read
+  // costs more, and only the scope's own count. The exact read scores only
+  // a list of numbers of the turn's size whose squared norm is in a range
+  // the similarity function takes (a hand-seeded zero, huge or empty list
+  // would make it raise); the index itself holds only valid vectors.
+  WITH sc, published WHERE sc.vector IS NOT NULL
+  CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k, sc.vector) YIELD node, score
+  WITH sc, published, collect({t: node, score: score}) AS hits
+  WITH sc, published, hits,
+       size(hits) < sc.semantic_k OR any(h IN hits WHERE h.score < sc.similarity_floor) AS complete
+  CALL (sc, published, hits, complete) {
+    UNWIND CASE WHEN complete THEN hits ELSE [] END AS hit
+    RETURN hit.t AS t, hit.score AS similarity
+    UNION
+    UNWIND CASE WHEN complete THEN []
+                WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
+                ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+    MATCH (t:Trigger)
+    USING INDEX t:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
+    WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.kind = 'semantic'
+      AND t.symfonic_offer_at <= $now
+    WITH t, sc, t.embedding AS v
+    WHERE valueType(v) IN ['LIST<FLOAT NOT NULL> NOT NULL', 'LIST<INTEGER NOT NULL> NOT NULL']
+      AND size(v) = size(sc.vector)
+    WITH t, sc, v, reduce(sq = 0.0, x IN v | sq + x * x) AS sq
+    WHERE 1e-12 < sq < 1e36
+    RETURN t, vector.similarity.cosine(v, sc.vector) AS similarity
+  }
+  RETURN t, similarity
 }
 
 // name: triggers_offerable
-// params: tenant_id, namespace, write_id, limit, now
+// params: tenant_id, namespace, write_id, limit, now, vector, similarity_floor, semantic_k
 // returns: triggers
 // mode: read
 // The triggers the scope may be offered at $now (trigger_offerable: text
 // triggers pending, time triggers due; none expired or snoozed), oldest
-// first, at most $limit, in one row.
+// first, at most $limit, in one row; with $vector (the turn's embedding), the
+// semantic triggers scoring at least $similarity_floor too.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published,
-     {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id} AS sc
+     {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id, vector: $vector,
+      similarity_floor: $similarity_floor, semantic_k: $semantic_k} AS sc
 // include: offerable_trigger_nodes($limit)
-WITH t, published, sc
+WITH t, similarity, published, sc
 WHERE
   // include: trigger_visible
   AND
-  // include: trigger_offerable
+  // include: trigger_offerable(similarity)
 // include: trigger_keep($limit)
 // include: trigger_row
 RETURN collect(trigger_row) AS triggers;

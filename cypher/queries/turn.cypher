@@ -21,11 +21,11 @@ WITH sc, version, published,
 // rows) filtered to the triggers the scope `sc` sees and may be offered at
 // $now, at most $max_triggers (due time triggers kept first), shown oldest
 // first, as `triggers`.
-WITH t, published, sc
+WITH t, similarity, published, sc
 WHERE
   // include: trigger_visible
   AND
-  // include: trigger_offerable
+  // include: trigger_offerable(similarity)
 // include: trigger_keep($max_triggers)
 // include: trigger_row
 RETURN collect(trigger_row) AS triggers

@@ -95,6 +95,7 @@ from symfonic_graph.integrations._shared import (
     REMINDERS_MARKER_KEY,
     REMINDERS_MARKER_VALUE,
     Cue,
+    CueEmbedder,
     earlier_siblings,
     last_human_text,
     wall_time,
@@ -239,6 +240,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             pass-through and stale-rules decision is kept besides its
             ``symfonic_graph.decisions`` log line and counter (e.g.
             ``symfonic_graph.decisions.Neo4jDecisionLog(store)``).
+        embeddings: a LangChain ``Embeddings``: the last human message is
+            embedded (once per text) and semantic reminders near it in
+            meaning (``TurnMemory``'s ``similarity``) are shown too.
         reminder_ids: end the reminders block with the offered triggers'
             ids, so the model can acknowledge them (``reminder_tools``).
             Either way the ids are in the run's state under
@@ -261,9 +265,10 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
     def __init__(
         self, memory: TurnMemory, *, evaluator: Evaluator | None = None, strict: Strict = False,
         count_failed_calls: bool = False, guarded_tools: Iterable[str] = (),
-        decision_sink: DecisionSink | None = None, reminder_ids: bool = False,
+        decision_sink: DecisionSink | None = None, reminder_ids: bool = False, embeddings: Any = None,
     ) -> None:
         super().__init__()
+        self._embed = CueEmbedder(embeddings)
         self.reminder_ids = bool(reminder_ids)
         if not isinstance(memory, TurnMemory):
             raise TypeError(f"memory must be a TurnMemory, got {type(memory).__name__}")
@@ -339,8 +344,9 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ScopeError: the call has no usable scope.
         """
         scope = self.scope_for(getattr(request.runtime, "context", None), request.state)
+        embedding = await self._embed(last_human_text(request.messages))
         try:
-            snapshot = await self.memory.begin(scope)
+            snapshot = await self.memory.begin(scope, embedding=embedding)
         except StoreUnavailableError as exc:
             log.warning("memory read failed for tenant %r (%r); the model runs without the pre-flight block "
                         "and reminders", scope.tenant_id, exc)

@@ -49,7 +49,7 @@ from langgraph.types import Checkpointer, Command
 from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.integrations._adapters import Conversations, terminal_ai_message, tool_message
 from symfonic_graph.integrations._decisions import Watch, check_sink
-from symfonic_graph.integrations._shared import Cue, last_human_text, wall_time
+from symfonic_graph.integrations._shared import Cue, CueEmbedder, last_human_text, wall_time
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.memory.limits import LimitLedger, uncounted
 from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
@@ -264,13 +264,14 @@ def _system_message(system_prompt: str | SystemMessage | None, block: str | None
 
 async def _turn_messages(
     memory: Memory, state: Any, linter: ToolLinter, *, preflight: bool, evaluator: Evaluator | None,
-    conversations: Conversations,
+    conversations: Conversations, embed: CueEmbedder,
 ) -> tuple[str | None, list[BaseMessage]]:
     """The turn's one read: the pre-flight block and the reminders message (never stored in the state)."""
     try:
         if isinstance(memory, TurnMemory):
             scope = memory.scope_from(state)
-            snapshot = await memory.begin(scope)
+            embedding = await embed(last_human_text(messages_of(state))) if embed.embeddings is not None else None
+            snapshot = await memory.begin(scope, embedding=embedding)
             skills: Any = snapshot.skills
         else:
             scope, snapshot = None, None
@@ -315,6 +316,7 @@ def build_agent_graph(
     context_schema: type[Any] | None = None,
     guarded_tools: Iterable[str] = (),
     decision_sink: DecisionSink | None = None,
+    embeddings: Any = None,
 ) -> CompiledStateGraph[Any, Any, Any, Any]:
     """A compiled agent loop: ``agent -> guarded tools -> agent``, END without tool calls.
 
@@ -353,6 +355,9 @@ def build_agent_graph(
         count_failed_calls: let a failed tool result satisfy a precondition
             (the seeds' behaviour; default False).
         preflight: show the pre-flight block each turn (not stored in the state).
+        embeddings: a LangChain ``Embeddings`` (needs a ``TurnMemory``): the
+            last user message is embedded once and semantic reminders near
+            it in meaning (``TurnMemory``'s ``similarity``) are shown too.
         checkpointer: optional LangGraph checkpointer.
         context_schema: the runtime context type, if you declare one.
 
@@ -376,6 +381,9 @@ def build_agent_graph(
             raise TypeError("evaluator must be a synchronous (condition, cue) -> bool callable")
         if not isinstance(memory, TurnMemory):
             raise TypeError("evaluator needs memory=TurnMemory(store): reminders come from the turn's read")
+    if embeddings is not None and not isinstance(memory, TurnMemory):
+        raise TypeError("embeddings needs memory=TurnMemory(store): semantic reminders come from the turn's read")
+    embed = CueEmbedder(embeddings)
     policy = strict_policy(strict, guarded_tools)
     sink = check_sink(decision_sink)
     tool_node = _as_tool_node(tools)
@@ -386,7 +394,7 @@ def build_agent_graph(
 
     async def agent(state: Any) -> dict[str, Any]:
         block, reminders = await _turn_messages(memory, state, linter, preflight=preflight, evaluator=evaluator,
-                                                conversations=conversations)
+                                                conversations=conversations, embed=embed)
         response = await bound.ainvoke([*_system_message(system_prompt, block), *messages_of(state), *reminders])
         return {"messages": [response]}
 

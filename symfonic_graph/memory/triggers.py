@@ -35,6 +35,8 @@ from symfonic_graph.errors import ValidationError
 from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.rules.events import CallResult
+from symfonic_graph.shape._embedding import DEFAULT_SIMILARITY, vector
+from symfonic_graph.shape._embedding import similarity as similarity_of
 from symfonic_graph.shape.contributions import GrantEffects, PluginContribution
 from symfonic_graph.shape.expressions import ExpressionError, Scope, bindable, compile_expression, evaluate_bool
 from symfonic_graph.shape.models import Trigger
@@ -51,6 +53,7 @@ __all__ = [
     "PendingTriggerSource",
     "ProspectiveTriggerCapability",
     "TriggerSelectionSink",
+    "embed_cue",
     "event_matches",
     "no_text_match",
     "prompt_cue",
@@ -76,7 +79,9 @@ class PendingTrigger:
     """One unresolved reminder, as offered to a turn.
 
     ``kind`` is ``"text"`` (the evaluator decides), ``"time"`` (due: the
-    source hands it over only once its due time has passed) or ``"event"``
+    source hands it over only once its due time has passed), ``"semantic"``
+    (the source hands it over only when the turn's embedding is near its
+    condition's) or ``"event"``
     (offered once the conversation holds a successful call of ``on_tool``
     whose arguments include ``same_args``, JSON text of a mapping, and whose
     parsed ``result`` and arguments ``call`` satisfy ``where``, CEL). ``once``:
@@ -128,17 +133,22 @@ class TriggerSelectionSink(Protocol):
 
 
 class _PendingReader(Protocol):
-    async def get_pending(self, scope: MemoryScope, *, limit: int | None = None) -> list[Trigger]: ...
+    async def get_pending(
+        self, scope: MemoryScope, *, limit: int | None = None, embedding: Sequence[float] | None = None,
+    ) -> list[Trigger]: ...
 
 
 class _OfferableAt:
     """The layer's read of what may be offered at ``clock()``, in the reader shape the source checks."""
 
-    def __init__(self, layer: ProspectiveLayer, clock: Callable[[], float]) -> None:
-        self.layer, self.clock = layer, clock
+    def __init__(self, layer: ProspectiveLayer, clock: Callable[[], float], similarity: float) -> None:
+        self.layer, self.clock, self.similarity = layer, clock, similarity
 
-    async def get_pending(self, scope: MemoryScope, *, limit: int | None = None) -> list[Trigger]:
-        return await self.layer.get_offerable(scope, now=self.clock(), limit=limit)
+    async def get_pending(
+        self, scope: MemoryScope, *, limit: int | None = None, embedding: Sequence[float] | None = None,
+    ) -> list[Trigger]:
+        return await self.layer.get_offerable(scope, now=self.clock(), limit=limit, vector=embedding,
+                                              similarity=self.similarity)
 
 
 class GraphPendingTriggers:
@@ -149,7 +159,9 @@ class GraphPendingTriggers:
     are due; none expired or snoozed. Visibility (tenant, namespace,
     retraction, publication, status) and time are enforced in the Cypher;
     every row is checked again on the way out and a row that does not belong
-    to the scope is dropped and logged at ERROR. Triggers from every write
+    to the scope is dropped and logged at ERROR. Given the ``embedding`` of
+    what the turn said, semantic triggers reaching the cosine ``similarity``
+    (default 0.75) with it too (a capability with ``embeddings`` passes it). Triggers from every write
     path are read: ``set_trigger``, a staged write after ``store.publish``,
     and nodes seeded with plain Cypher.
 
@@ -160,7 +172,8 @@ class GraphPendingTriggers:
     """
 
     def __init__(
-        self, store: GraphMemoryStore, *, max_triggers: int = 100, clock: Callable[[], float] = time.time
+        self, store: GraphMemoryStore, *, max_triggers: int = 100, clock: Callable[[], float] = time.time,
+        similarity: float = DEFAULT_SIMILARITY,
     ) -> None:
         if store is None:
             raise ValueError("pending triggers need a graph backend")
@@ -169,15 +182,17 @@ class GraphPendingTriggers:
         self.store = store
         self.max_triggers = positive_count("max_triggers", max_triggers)
         self.clock = clock
-        self._layer: _PendingReader = _OfferableAt(ProspectiveLayer(store, clock=clock), clock)
+        self._layer: _PendingReader = _OfferableAt(ProspectiveLayer(store, clock=clock), clock,
+                                                   similarity_of("similarity", similarity))
 
     async def claim_once(self, scope: MemoryScope, trigger_ids: Sequence[str]) -> set[str]:
         """Acknowledge the selected ``once`` triggers; the ids this call acknowledged (see ``ProspectiveLayer``)."""
         return await ProspectiveLayer(self.store, clock=self.clock).claim_once(scope, trigger_ids)
 
-    async def pending(self, scope: MemoryScope) -> list[PendingTrigger]:
+    async def pending(self, scope: MemoryScope, *, embedding: Sequence[float] | None = None) -> list[PendingTrigger]:
         """The triggers ``scope`` may be offered now, oldest first (at most ``max_triggers``)."""
-        offerable = await self._layer.get_pending(scope, limit=self.max_triggers)
+        offerable = (await self._layer.get_pending(scope, limit=self.max_triggers) if embedding is None
+                     else await self._layer.get_pending(scope, limit=self.max_triggers, embedding=embedding))
         return [PendingTrigger(t.id, t.condition, t.task, t.kind, t.on_tool, t.same_args, t.where, t.once)
                 for t in keep_visible(scope, offerable, "trigger")]
 
@@ -227,6 +242,21 @@ def _where_holds(trigger: PendingTrigger, result: CallResult) -> bool:
         log.warning("event trigger %s: its where %r failed on a call of %s (%s); not offered on that call",
                     trigger.trigger_id, trigger.where, result.name, exc)
         return False
+
+
+async def embed_cue(embeddings: Any, cue: str) -> list[float] | None:
+    """The embedding of ``cue`` by ``embeddings`` (``aembed_query``); None when empty or when it fails (WARNING).
+
+    A model that fails, or answers with something that is not a usable
+    vector, costs the turn its semantic reminders only.
+    """
+    if embeddings is None or not cue.strip():
+        return None
+    try:
+        return list(vector("embedding of the turn", await embeddings.aembed_query(cue)))
+    except Exception as exc:
+        log.warning("embedding the turn failed (%s: %s); no semantic reminders this turn", type(exc).__name__, exc)
+        return None
 
 
 def no_text_match(condition: str, cue: str) -> bool:
@@ -304,6 +334,9 @@ class ProspectiveTriggerCapability:
             calls made in the conversation, for event triggers; a failing one selects no event trigger.
         claim: ``async (scope, ids) -> acknowledged ids``, for ``once`` triggers; by default the
             source's ``claim_once`` (``GraphPendingTriggers`` has one); without either, none is selected.
+        embeddings: a LangChain ``Embeddings``, for semantic triggers: the cue's embedding is passed
+            to ``source.pending(scope, embedding=...)``, which hands over the ones near it in meaning.
+            An empty cue or a failing model offers no semantic trigger that turn (WARNING).
 
     Example:
         >>> capability = ProspectiveTriggerCapability(
@@ -321,6 +354,7 @@ class ProspectiveTriggerCapability:
         cue_from: CueFrom = prompt_cue,
         events_from: EventsFrom | None = None,
         claim: Claim | None = None,
+        embeddings: Any = None,
     ) -> None:
         if not callable(getattr(source, "pending", None)):
             raise TypeError(
@@ -354,13 +388,17 @@ class ProspectiveTriggerCapability:
         if claim is not None and not callable(claim):
             raise TypeError(f"claim must be an async (scope, ids) -> ids callable, got {type(claim).__name__}")
         self.claim: Claim | None = claim if claim is not None else getattr(source, "claim_once", None)
+        if embeddings is not None and not callable(getattr(embeddings, "aembed_query", None)):
+            raise TypeError("embeddings must be a LangChain Embeddings (aembed_query), "
+                            f"got {type(embeddings).__name__}")
+        self.embeddings = embeddings
 
     async def contribute(self, request: object) -> list[PluginContribution]:
         """This turn's reminder block (at most one contribution)."""
         cue = self._cue(request)
         if cue is None:
             return []
-        triggers = await self._pending()
+        triggers = await self._pending(await embed_cue(self.embeddings, cue) if self.embeddings else None)
         if triggers is None:
             return []
         results = self._results(request) if any(t.kind == "event" for t in triggers) else ()
@@ -403,9 +441,10 @@ class ProspectiveTriggerCapability:
             return None
         return cue
 
-    async def _pending(self) -> list[PendingTrigger] | None:
+    async def _pending(self, embedding: Sequence[float] | None = None) -> list[PendingTrigger] | None:
         try:
-            result: Any = self.source.pending(self.scope)
+            result: Any = (self.source.pending(self.scope) if embedding is None
+                           else self.source.pending(self.scope, embedding=embedding))  # type: ignore[call-arg]
             if inspect.isawaitable(result):
                 result = await result
             items = list(result)
@@ -435,7 +474,7 @@ class ProspectiveTriggerCapability:
     def _selects(self, trigger: PendingTrigger, cue: str, results: Sequence[CallResult] = ()) -> bool:
         if not isinstance(trigger.task, str) or not trigger.task.strip():
             return False
-        if trigger.kind == "time":
+        if trigger.kind in ("time", "semantic"):  # the source decided: due, or near in meaning
             return True
         if trigger.kind == "event":
             return any(event_matches(trigger, result) for result in results)

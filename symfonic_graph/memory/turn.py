@@ -36,6 +36,7 @@ from symfonic_graph.memory.triggers import PendingTrigger
 from symfonic_graph.memory.turn_scope import ScopeFrom, scope_from_turn, scope_of
 from symfonic_graph.rules.preflight import preflight_block
 from symfonic_graph.rules.ruleset import RuleSet
+from symfonic_graph.shape import _embedding
 from symfonic_graph.shape._time import instant
 from symfonic_graph.shape.contributions import PluginContribution
 from symfonic_graph.shape.models import Skill
@@ -156,6 +157,8 @@ class TurnMemory:
         wall_clock: epoch seconds (default ``time.time``) a time trigger's due
             time, a snooze and an expiry are compared with: a turn reads only
             the triggers it may offer at ``wall_clock()`` (tests pass a fake).
+        similarity: the cosine a turn's ``embedding`` (``begin``) must reach
+            with a semantic trigger's for it to be offered (default 0.75).
 
     Example:
         >>> memory = TurnMemory(store)
@@ -178,8 +181,10 @@ class TurnMemory:
         snapshot_dir: str | Path | None = None,
         recheck_every: float | None = None,
         wall_clock: Callable[[], float] = time.time,
+        similarity: float = _embedding.DEFAULT_SIMILARITY,
     ) -> None:
         self.max_triggers = positive_count("max_triggers", max_triggers)
+        self.similarity = _embedding.similarity("similarity", similarity)
         if coalesce_window is not None and (
             isinstance(coalesce_window, bool) or not isinstance(coalesce_window, (int, float))
             or not 0 <= coalesce_window <= 1
@@ -221,8 +226,12 @@ class TurnMemory:
         self._saving: set[MemoryScope] = set()
 
     @telemetry.traced_turn
-    async def begin(self, scope: MemoryScope) -> TurnSnapshot:
+    async def begin(self, scope: MemoryScope, *, embedding: Sequence[float] | None = None) -> TurnSnapshot:
         """Read this turn's memory in one query and remember it for the gate.
+
+        ``embedding`` (of what the turn said, e.g. the last user message):
+        the semantic triggers whose embedding reaches ``similarity`` with it
+        are among the pending triggers; without it, none is.
 
         While Neo4j is unavailable, a scope whose last catalog is at most
         ``max_age + outage_grace`` seconds old gets that catalog again, in a
@@ -238,10 +247,11 @@ class TurnMemory:
                 names the tools the scope's rules guarded when last seen (None
                 when never seen).
         """
+        meaning = _embedding.meaning(embedding, self.similarity)  # a bad vector is refused before any read
         with self.store.deadline():
-            return await self._begin(scope)
+            return await self._begin(scope, meaning)
 
-    async def _begin(self, scope: MemoryScope) -> TurnSnapshot:
+    async def _begin(self, scope: MemoryScope, meaning: Mapping[str, Any] | None = None) -> TurnSnapshot:
         scope = scope_of(scope, where="begin(scope)")
         now = self.clock()
         cached = self._catalogs.get(scope)
@@ -251,7 +261,7 @@ class TurnMemory:
         shipped = False
         for _ in range(_TORN_READS):
             try:
-                row = await self._read(scope, known)
+                row = await self._read(scope, known, meaning)
             except StoreUnavailableError as exc:
                 return self._last_rules(scope, last, now, exc)
             if not row["skills_fresh"] and cached is not None:
@@ -382,9 +392,12 @@ class TurnMemory:
             ):  # stale now; rows identical to its own still reuse its compiled rules
                 self._catalogs[each] = dataclasses.replace(cached, fetched_at=-math.inf)
 
-    async def _read(self, scope: MemoryScope, known: int | None) -> dict[str, Any]:
+    async def _read(
+        self, scope: MemoryScope, known: int | None, meaning: Mapping[str, Any] | None = None,
+    ) -> dict[str, Any]:
         params = {**scope.params(), "known_version": known, "write_id": None,
-                  "include_drafts": False, "include_retracted": False}
+                  "include_drafts": False, "include_retracted": False,
+                  **(meaning or _embedding.meaning(None, self.similarity))}
         cached = self._catalogs.get(scope)
         big = known is None and cached is not None and len(cached.skills) >= BIG_CATALOG
         if self._coalescer is not None and not big:  # a big catalog to ship would slow every scope of a batch

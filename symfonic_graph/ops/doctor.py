@@ -53,6 +53,7 @@ EXPECTED_INDEXES = (
     "trigger_offer_kind",
     "trigger_expiry",
     "trigger_due",
+    "trigger_embedding",
     "trigger_selection_tenant",
     "decision_tenant",
     "change_tenant",

@@ -64,7 +64,7 @@ __all__ = ["SeedPlan", "SeedResult", "apply_seed", "count_changes", "plan_seed"]
 _SKILL_CONTENT = ("label", "identifier", "steps", "action_tool", "context", "status", "source")
 _PRECONDITION_CONTENT = ("position", "kind", *NODE_COLUMNS)
 _TRIGGER_CONTENT = ("identifier", "condition", "task", "due_at", "expires_at", "recurrence", "on_tool", "same_args",
-                    "where", "once")
+                    "where", "once", "embedding")
 
 
 @dataclass(frozen=True)

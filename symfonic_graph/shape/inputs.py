@@ -38,7 +38,7 @@ from pydantic import (
 from pydantic import ValidationError as PydanticValidationError
 
 from symfonic_graph.errors import ValidationError
-from symfonic_graph.shape import _recurrence, _time
+from symfonic_graph.shape import _embedding, _recurrence, _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import MAX_KEY_PART, check_sizes
 from symfonic_graph.shape.expressions import compile_expression
@@ -203,13 +203,14 @@ class SkillInput(WriteInput):
                 "context": self.context, "source": self.source_tag, "preconditions": self.nodes()}
 
 
-TRIGGER_KINDS = ("text", "time", "event")
-"""The kinds of reminder a trigger can be: matched by the caller's evaluator, due at a time, or on a tool call."""
+TRIGGER_KINDS = ("text", "time", "event", "semantic")
+"""The kinds of reminder a trigger can be: matched by the caller's evaluator, due at a time, on a tool call,
+or by meaning (the turn's embedding near its condition's)."""
 
 
 _TRIGGER_DEFAULTS: Mapping[str, Any] = {"kind": "text", "due_at": None, "due_in": None, "expires_at": None,
                                          "recurrence": None, "on_tool": None, "same_args": None, "where": None,
-                                         "once": False}
+                                         "once": False, "embedding": None}
 
 
 class TriggerInput(WriteInput):
@@ -229,7 +230,11 @@ class TriggerInput(WriteInput):
     CEL expression over ``result`` (the call's parsed result) and ``call``
     (its arguments) that must hold too; compiled when written. ``once``:
     acknowledged when first offered (default False: selection is not
-    acknowledgement).
+    acknowledgement). ``"semantic"``: offered on a turn whose embedding
+    (the wiring's ``embeddings`` of what was said) reaches the wiring's
+    cosine ``similarity`` with ``embedding``, the embedding of
+    ``condition`` (``ProspectiveLayer(store, embeddings=...)`` computes it
+    when it is not given).
     Instants take an aware datetime, epoch seconds or an ISO 8601 string with
     an offset (``symfonic_graph.shape._time``).
 
@@ -256,6 +261,7 @@ class TriggerInput(WriteInput):
     same_args: str | None = None
     where: str | None = None
     once: bool = False
+    embedding: tuple[float, ...] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -266,6 +272,8 @@ class TriggerInput(WriteInput):
             return {**data, "kind": "time"}
         if isinstance(data, Mapping) and data.get("kind") is None and data.get("on_tool") is not None:
             return {**data, "kind": "event"}
+        if isinstance(data, Mapping) and data.get("kind") is None and data.get("embedding") is not None:
+            return {**data, "kind": "semantic"}
         if isinstance(data, Mapping) and "kind" in data and data["kind"] is None:
             return {**data, "kind": "text"}
         return data
@@ -285,8 +293,8 @@ class TriggerInput(WriteInput):
     @field_validator("condition", mode="plain")
     @classmethod
     def _condition(cls, value: object, info: ValidationInfo) -> str:
-        if info.data.get("kind", "text") != "text" and value is None:
-            return ""  # a time trigger needs no condition
+        if info.data.get("kind", "text") not in ("text", "semantic") and value is None:
+            return ""  # a time or event trigger needs no condition
         return v.text("condition", value)
 
     @field_validator("task", mode="plain")
@@ -331,8 +339,19 @@ class TriggerInput(WriteInput):
             return value
         raise ValidationError("once", f"must be true or false, got {value!r}")
 
+    @field_validator("embedding", mode="plain")
+    @classmethod
+    def _embedding(cls, value: object) -> tuple[float, ...] | None:
+        return None if value is None else _embedding.vector("embedding", value)
+
     @model_validator(mode="after")
     def _sizes(self) -> Self:
+        if self.kind == "semantic" and self.embedding is None:
+            raise ValidationError("embedding", "a semantic trigger needs the embedding of its condition: give "
+                                               "embedding, or write it with ProspectiveLayer(store, embeddings=...)")
+        if self.kind != "semantic" and self.embedding is not None:
+            raise ValidationError("embedding", f'only a semantic trigger has an embedding (kind "semantic", '
+                                               f"not {self.kind!r})")
         for name in ("condition", "task", "same_args", "where"):  # every turn of the scope ships them
             check_sizes(name, getattr(self, name))
         if self.kind == "time":
@@ -364,7 +383,8 @@ class TriggerInput(WriteInput):
         The kind and lifecycle fields are left out at their defaults, so a text trigger's content (the key of
         a seed file's entry without an identifier) is what it was before they existed.
         """
-        return {name: _time.epoch_millis(value) if isinstance(value, datetime) else value
+        return {name: _time.epoch_millis(value) if isinstance(value, datetime)
+                else list(value) if isinstance(value, tuple) else value
                 for name, value in self.model_dump(exclude={"identifier"}).items()
                 if not (name in _TRIGGER_DEFAULTS and value == _TRIGGER_DEFAULTS[name])}
 

@@ -26,7 +26,8 @@ async def test_doctor_names_what_a_turn_would_never_offer(store: GraphMemoryStor
     layer = ProspectiveLayer(store)
     scope = MemoryScope(tenant, "u1")
     good = [await layer.set_trigger(scope, task="Weekly.", due_at=4102444800, recurrence="FREQ=WEEKLY"),
-            await layer.set_trigger(scope, condition="c", task="Text.", expires_at=4102444800)]
+            await layer.set_trigger(scope, condition="c", task="Text.", expires_at=4102444800),
+            await layer.set_trigger(scope, condition="c", task="Meant.", embedding=[0.6, 0.8])]
     bad = {
         await _seed(store, tenant, {"kind": "telepathy"}): "kind 'telepathy' is not text|time",
         await _seed(store, tenant, {"kind": "time"}): "a time trigger without due_at",
@@ -36,6 +37,14 @@ async def test_doctor_names_what_a_turn_would_never_offer(store: GraphMemoryStor
         await _seed(store, tenant, {"kind": "time", "recurrence": "FREQ=SOMETIMES"},
                     ", t.due_at = datetime('2031-01-01T09:00Z')"): "recurrence is not a valid RRULE",
         await _seed(store, tenant, {"kind": "time", "recurrence": "FREQ=DAILY"}): "has no due_at with a time zone",
+        await _seed(store, tenant, {"kind": "semantic"}): "a semantic trigger whose embedding is missing",
+        await _seed(store, tenant, {"kind": "semantic", "embedding": ["a", "b"]}):
+            "a semantic trigger whose embedding is a LIST<STRING>, not a list of numbers",
+        await _seed(store, tenant, {"kind": "semantic", "embedding": [0.0, 0.0]}):
+            "a semantic trigger whose embedding is all zeros",
+        await _seed(store, tenant, {"kind": "semantic", "embedding": [1e300, 1.0]}):
+            "a semantic trigger whose embedding is all zeros, empty or out of float32 range",
+        await _seed(store, tenant, {"embedding": [0.6, 0.8]}): "an embedding on a trigger that is not semantic",
     }
     await store.stamp_keys()
     stale = await layer.set_trigger(scope, task="Moved by hand.", due_at=4102444800)

@@ -9,6 +9,7 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
 from symfonic_graph._store.cypher import query
+from symfonic_graph.shape._embedding import meaning
 from symfonic_graph.triggers import GraphPendingTriggers
 
 pytestmark = pytest.mark.anyio
@@ -32,7 +33,8 @@ async def test_due_time_triggers_are_kept_first_over_the_cap(store: GraphMemoryS
     assert [t.trigger_id for t in everything.triggers] == [*texts, tenant_wide, due]
 
     # PROFILE: index seeks only, at most 2 x the cap per scope key, never the one due next year
-    params = {"tenant_id": tenant, "namespace": "u1", "write_id": None, "limit": 3, "now": datetime.now(UTC)}
+    params = {"tenant_id": tenant, "namespace": "u1", "write_id": None, "limit": 3, "now": datetime.now(UTC),
+              **meaning(None)}
     async with store.driver.session(database=store.database) as session:
         result = await session.run("PROFILE " + query("triggers_offerable").text, params)
         [record] = [r async for r in result]

@@ -20,6 +20,7 @@ from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, Turn
 from symfonic_graph._store.cypher import query
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.langchain import MemoryMiddleware
+from symfonic_graph.shape._embedding import meaning
 from symfonic_graph.triggers import GraphPendingTriggers, PendingTrigger, ProspectiveTriggerCapability
 from tests._fakes import Clock, Scripted
 
@@ -136,7 +137,7 @@ async def test_the_turn_reads_only_offerable_triggers_bounded_by_max_triggers(
     # PROFILE: the seek on the offer index never reads the not-yet-due reminders (the tenant fallback
     # may, while the shared test database holds triggers seeded with plain Cypher and not yet stamped)
     params = {"tenant_id": tenant, "namespace": "u1", "write_id": None, "limit": 100,
-              "now": datetime.fromtimestamp(T0, UTC)}
+              "now": datetime.fromtimestamp(T0, UTC), **meaning(None)}
     async with store.driver.session(database=store.database) as session:
         result = await session.run("PROFILE " + query("triggers_offerable").text, params)
         [record] = [r async for r in result]
@@ -180,7 +181,7 @@ async def test_bad_time_input_names_the_field_and_writes_nothing(store: GraphMem
         ({"due_in": -5}, "due_in: must be from 0"),
         ({"due_at": True}, "due_at: must be an aware datetime or epoch seconds, not a bool"),
         ({"due_at": T0, "expires_at": T0}, "expires_at: must be after due_at"),
-        ({"kind": "semantic", "condition": "c"}, "kind: must be one of 'text', 'time'"),
+        ({"kind": "vibes", "condition": "c"}, "kind: must be one of 'text', 'time'"),
         ({"condition": "c", "expires_at": "soon"}, "expires_at: must be an ISO 8601 time"),
     ]
     for fields, message in cases:

@@ -10,6 +10,7 @@ import pytest
 
 from symfonic_graph import GraphMemoryStore
 from symfonic_graph._store.cypher import all_queries, query
+from symfonic_graph.shape._embedding import meaning
 
 pytestmark = pytest.mark.anyio
 
@@ -27,7 +28,7 @@ PER_TURN = [
     pytest.param("triggers_pending", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": "w-1", "limit": 100},
                  id="triggers_pending-namespaced"),
     pytest.param("triggers_offerable", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": None, "limit": 100,
-                                        "now": NOW}, id="triggers_offerable"),
+                                        "now": NOW, **meaning(None)}, id="triggers_offerable"),
     pytest.param("catalog_version", {"tenant_id": "t-plan"}, id="catalog_version"),
     pytest.param("facts_visible", {"tenant_id": "t-plan", "namespace": "u-1", "write_id": None}, id="facts_visible"),
     pytest.param("turn_snapshot", {"scopes": [{"tenant_id": "t-plan", "namespace": "u-1", "known_version": None,

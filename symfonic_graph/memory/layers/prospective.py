@@ -25,7 +25,7 @@ from symfonic_graph._store import (
     trigger_key,
 )
 from symfonic_graph.errors import NotFoundError, ValidationError
-from symfonic_graph.shape import _recurrence, _time
+from symfonic_graph.shape import _embedding, _recurrence, _time
 from symfonic_graph.shape import _validate as v
 from symfonic_graph.shape._limits import refuse_heavy_write, refuse_over_cap, trigger_weight
 from symfonic_graph.shape.inputs import TriggerInput
@@ -51,11 +51,17 @@ class ProspectiveLayer:
         '...'
     """
 
-    def __init__(self, store: GraphMemoryStore, *, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, store: GraphMemoryStore, *, clock: Callable[[], float] = time.time, embeddings: Any = None,
+    ) -> None:
         if not callable(clock):
             raise ValidationError("clock", f"must be a () -> float callable, got {type(clock).__name__}")
+        if embeddings is not None and not callable(getattr(embeddings, "aembed_documents", None)):
+            raise ValidationError("embeddings", "must be a LangChain Embeddings (with aembed_documents), "
+                                                f"got {type(embeddings).__name__}")
         self.store = store
         self.clock = clock
+        self.embeddings = embeddings
 
     async def set_trigger(
         self,
@@ -72,6 +78,7 @@ class ProspectiveLayer:
         same_args: Mapping[str, Any] | str | None = None,
         where: str | None = None,
         once: bool = False,
+        embedding: Sequence[float] | None = None,
         identifier: str | None = None,
         write_id: str | None = None,
     ) -> str:
@@ -90,7 +97,11 @@ class ProspectiveLayer:
         parsed result and arguments satisfy ``where``, a CEL expression over
         ``result`` and ``call`` (compiled here: one that does not compile is
         refused naming ``where``). ``once``: acknowledged when first offered
-        (selected by a turn), exactly once however many turns race. With an
+        (selected by a turn), exactly once however many turns race.
+        ``kind="semantic"`` (the default when ``embedding`` is given):
+        offered on a turn whose embedding reaches the wiring's cosine
+        ``similarity`` with ``embedding``, the embedding of ``condition``;
+        computed here with the layer's ``embeddings`` when not given. With an
         ``identifier``, setting it again in the same scope replaces the
         trigger (same id, new content, pending again), never duplicates: a
         call that timed out may be retried safely.
@@ -98,13 +109,28 @@ class ProspectiveLayer:
         Raises:
             ValidationError: naming the field (nothing written).
         """
+        if embedding is None and kind == "semantic" and self.embeddings is not None and isinstance(condition, str):
+            embedding = await self.embed(condition)
         rows = [trigger_row(scope, condition=condition, task=task, kind=kind, due_at=due_at, due_in=due_in,
                             expires_at=expires_at, recurrence=recurrence, on_tool=on_tool, same_args=same_args,
-                            where=where, once=once, identifier=identifier,
+                            where=where, once=once, embedding=embedding, identifier=identifier,
                             write_id=check_write_id(write_id),
                             now=self.clock())]
         [trigger_id] = await self.write_triggers(scope, rows, write_id=rows[0]["write_id"])
         return trigger_id
+
+    async def embed(self, condition: str) -> list[float]:
+        """The embedding of a semantic trigger's ``condition``, by the layer's ``embeddings``.
+
+        Raises:
+            ValidationError: naming ``embeddings`` when the layer has none, or
+                ``embedding`` when the model's answer is not a usable vector.
+        """
+        if self.embeddings is None:
+            raise ValidationError("embeddings", "a semantic trigger without an embedding needs "
+                                                "ProspectiveLayer(store, embeddings=...) to compute it")
+        [vector] = await self.embeddings.aembed_documents([condition])
+        return list(_embedding.vector("embedding", vector))
 
     async def write_triggers(
         self, scope: MemoryScope, rows: list[dict[str, Any]], *, write_id: str | None = None
@@ -142,16 +168,20 @@ class ProspectiveLayer:
 
     async def get_offerable(
         self, scope: MemoryScope, *, now: datetime | float | None = None, write_id: str | None = None,
-        limit: int | None = None,
+        limit: int | None = None, vector: Sequence[float] | None = None,
+        similarity: float = _embedding.DEFAULT_SIMILARITY,
     ) -> list[Trigger]:
         """The triggers a turn of ``scope`` may be offered at ``now`` (default: the clock), oldest first.
 
         Text triggers that are pending and time triggers that are due; none
-        expired or snoozed (see docs/prospective.md).
+        expired or snoozed (see docs/prospective.md). With ``vector`` (the
+        embedding of what the turn said), the semantic triggers whose
+        embedding reaches the cosine ``similarity`` with it too.
         """
         at = _time.instant("now", self.clock() if now is None else now)
         rows = await self.store.read("triggers_offerable", **scope.params(), write_id=check_write_id(write_id),
-                                     limit=MAX_COUNT if limit is None else positive_count("limit", limit), now=at)
+                                     limit=MAX_COUNT if limit is None else positive_count("limit", limit), now=at,
+                                     **_embedding.meaning(vector, similarity))
         return [t for t in map(trigger_from_row, rows[0]["triggers"]) if t is not None]
 
     async def due(

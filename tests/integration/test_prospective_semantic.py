@@ -1,0 +1,189 @@
+"""Semantic triggers against a real Neo4j: offered when what the user said is near the condition in meaning.
+
+The embeddings are a deterministic LangChain ``Embeddings`` (topics as axes,
+``tests/_embeddings.py``); the vector index, the scope filter and the
+similarity floor are Neo4j's. Every path that hands reminders to a turn
+(``TurnMemory.begin``, ``GraphPendingTriggers`` through the capability,
+``ProspectiveLayer.get_offerable``) reads the same hand-seeded shapes the same
+way, and through ``MemoryMiddleware`` the model sees the reminder.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+import neo4j
+import pytest
+from langchain.agents import create_agent
+from langchain_core.messages import AIMessage, HumanMessage
+
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
+from symfonic_graph.errors import ValidationError
+from symfonic_graph.langchain import MemoryMiddleware
+from symfonic_graph.shape import _embedding
+from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
+from tests._embeddings import TopicEmbeddings
+from tests._fakes import Scripted
+
+pytestmark = pytest.mark.anyio
+
+TRAVEL = "The user talks about travelling abroad"
+TASK = "Remind them their passport expires in March."
+SAID = "I am booking a flight to Lisbon next month"
+
+
+def never(condition: str, cue: str) -> bool:
+    return False
+
+
+async def offered_everywhere(store: GraphMemoryStore, scope: MemoryScope, said: str) -> list[str]:
+    """The tasks each read path offers for ``said``; asserts that they agree."""
+    embeddings = TopicEmbeddings()
+    vector = embeddings.embed_query(said)
+    turn = await TurnMemory(store, coalesce_window=None).begin(scope, embedding=vector)
+    from_turn = sorted(t.task for t in turn.triggers if t.kind == "semantic")
+    layer = sorted(t.task for t in await ProspectiveLayer(store).get_offerable(scope, vector=vector)
+                   if t.kind == "semantic")
+    capability = ProspectiveTriggerCapability(GraphPendingTriggers(store), never, scope, embeddings=embeddings)
+    shown = await capability.contribute({"prompt": said})
+    from_capability = sorted(line[2:] for c in shown for line in c.content.splitlines()[1:])
+    assert from_turn == layer == from_capability, (from_turn, layer, from_capability)
+    return from_turn
+
+
+async def test_a_semantic_trigger_is_offered_on_a_turn_near_its_condition(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    scope = MemoryScope(tenant, "u1")
+    layer = ProspectiveLayer(store, embeddings=TopicEmbeddings())
+    tid = await layer.set_trigger(scope, kind="semantic", condition=TRAVEL, task=TASK)
+    [stored] = await layer.get_pending(scope)
+    assert (stored.kind, stored.condition) == ("semantic", TRAVEL)
+    assert await offered_everywhere(store, scope, SAID) == [TASK]
+    assert await offered_everywhere(store, scope, "My invoice is wrong") == []
+    assert await offered_everywhere(store, scope, "") == []  # nothing said: no embedding, nothing offered
+    # without an embedding the turn offers no semantic trigger, and the other kinds as ever
+    plain = await TurnMemory(store, coalesce_window=None).begin(scope)
+    assert plain.triggers == ()
+    # selection is not acknowledgement; acknowledged, cancelled or expired, never again
+    assert await offered_everywhere(store, scope, SAID) == [TASK]
+    await layer.ack_trigger(scope, tid)
+    assert await offered_everywhere(store, scope, SAID) == []
+    gone = await layer.set_trigger(scope, kind="semantic", condition=TRAVEL, task="Offer travel insurance.")
+    await layer.cancel_trigger(scope, gone)
+    await layer.set_trigger(scope, kind="semantic", condition=TRAVEL, task="Old news.", expires_at=1.0)
+    assert await offered_everywhere(store, scope, SAID) == []
+
+
+async def test_the_similarity_floor_is_the_wirings(store: GraphMemoryStore, tenant: str) -> None:
+    scope = MemoryScope(tenant)
+    embeddings = TopicEmbeddings()
+    await ProspectiveLayer(store, embeddings=embeddings).set_trigger(
+        scope, kind="semantic", condition="travel and invoices", task=TASK)
+    vector = embeddings.embed_query("a flight")  # cosine 1/sqrt(2) ~ 0.707 with the condition
+    assert (await TurnMemory(store, coalesce_window=None).begin(scope, embedding=vector)).triggers == ()
+    loose = await TurnMemory(store, coalesce_window=None, similarity=0.7).begin(scope, embedding=vector)
+    assert [t.task for t in loose.triggers] == [TASK]
+    with pytest.raises(ValidationError, match=r"^similarity: must be a cosine similarity"):
+        TurnMemory(store, similarity=1.5)
+
+
+async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scopes_own(
+    store: GraphMemoryStore, tenant: str, forget: list[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    neighbour = f"{tenant}-n"
+    forget.append(neighbour)
+    embeddings = TopicEmbeddings()
+    mine, theirs = MemoryScope(tenant, "u1"), MemoryScope(neighbour, "u1")
+    await ProspectiveLayer(store, embeddings=embeddings).set_trigger(mine, kind="semantic", condition=TRAVEL,
+                                                                     task=TASK)
+    # the neighbour holds more triggers identical in meaning than one index search returns
+    monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", 3)
+    for i in range(6):
+        await ProspectiveLayer(store, embeddings=embeddings).set_trigger(
+            theirs, kind="semantic", condition=TRAVEL, task=f"Neighbour's secret {i}.")
+    # and the scope's own other namespace does too (visible to nobody in u1)
+    for i in range(4):
+        await ProspectiveLayer(store, embeddings=embeddings).set_trigger(
+            MemoryScope(tenant, "u2"), kind="semantic", condition=TRAVEL, task=f"u2's {i}.")
+    assert await offered_everywhere(store, mine, SAID) == [TASK]  # found by the exact read of the scope
+    assert len(await offered_everywhere(store, theirs, SAID)) == 6
+    monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", 200)
+    assert await offered_everywhere(store, mine, SAID) == [TASK]  # found by the index search
+
+
+HOSTILE = {
+    "zero": [0.0] * 32,
+    "huge": [1e300] + [0.0] * 31,
+    "tiny": [1e-300] * 32,
+    "empty": [],
+    "strings": ["a"] * 32,
+    "booleans": [True] * 32,
+    "integers": [0] * 31 + [1],
+    "short": [1.0, 0.0],
+    "long": [1.0] * 64,
+    "not a list": "travel",
+    "map-like": 7,
+    "nan": [float("nan")] + [1.0] * 31,
+    "infinite": [float("inf")] + [1.0] * 31,
+}
+
+
+@pytest.mark.parametrize("exact", [False, True], ids=["index", "exact"])
+async def test_hand_seeded_embeddings_of_every_shape_never_break_a_turn(
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, monkeypatch: pytest.MonkeyPatch,
+    exact: bool,
+) -> None:
+    """Plain-Cypher triggers with any embedding: the valid one is offered, the others never, and no read fails."""
+    scope = MemoryScope(tenant, "u1")
+    good = TopicEmbeddings().embed_documents([TRAVEL])[0]
+    rows = [{"id": f"t-{name}-{uuid.uuid4().hex[:6]}", "task": f"hostile {name}", "embedding": value}
+            for name, value in HOSTILE.items()]
+    rows.append({"id": f"t-good-{uuid.uuid4().hex[:6]}", "task": TASK, "embedding": good})
+    for row in rows:
+        await driver.execute_query(
+            "CREATE (t:Trigger {id: $id, tenant_id: $tenant, namespace: 'u1', kind: 'semantic', condition: $c, "
+            "task: $task, status: 'pending', created_at: datetime()}) SET t.embedding = $embedding",
+            {**row, "tenant": tenant, "c": TRAVEL})
+    await store.stamp_keys()  # keyed as a migration would: the exact read seeks by scope key
+    if exact:  # every index search comes back full: the scope is scored exactly
+        monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", 1)
+    assert await offered_everywhere(store, scope, SAID) == [TASK]
+    assert await offered_everywhere(store, scope, "my invoice") == []
+
+
+async def test_bad_semantic_input_names_the_field_and_writes_nothing(store: GraphMemoryStore, tenant: str) -> None:
+    scope = MemoryScope(tenant)
+    bare = ProspectiveLayer(store)
+    for fields, message in [
+        ({"kind": "semantic", "condition": TRAVEL}, "embedding: a semantic trigger needs the embedding"),
+        ({"kind": "semantic", "condition": TRAVEL, "embedding": [0, 0]}, "embedding: is all zeros"),
+        ({"kind": "semantic", "condition": TRAVEL, "embedding": [1.0, "x"]}, r"embedding\[1\]: must be a number"),
+        ({"condition": TRAVEL, "kind": "text", "embedding": [1.0]}, "embedding: only a semantic trigger"),
+        ({"kind": "semantic", "embedding": [1.0]}, "condition: must be a string"),
+    ]:
+        with pytest.raises(ValidationError, match="^" + message):
+            await bare.set_trigger(scope, task="x", **fields)
+    with pytest.raises(ValidationError, match=r"^embeddings: a semantic trigger without an embedding"):
+        await bare.embed(TRAVEL)
+    with pytest.raises(ValidationError, match=r"^vector: is all zeros"):
+        await TurnMemory(store).begin(scope, embedding=[0.0, 0.0])
+    assert await bare.get_pending(scope) == []
+    # given its embedding, the layer needs no model (kind "semantic" by default)
+    await bare.set_trigger(scope, condition=TRAVEL, task=TASK, embedding=TopicEmbeddings().embed_query(TRAVEL))
+    assert [t.kind for t in await bare.get_pending(scope)] == ["semantic"]
+
+
+async def test_the_middleware_shows_a_semantic_reminder_to_the_model(store: GraphMemoryStore, tenant: str) -> None:
+    scope = MemoryScope(tenant, "u1")
+    embeddings = TopicEmbeddings()
+    await ProspectiveLayer(store, embeddings=embeddings).set_trigger(scope, kind="semantic", condition=TRAVEL,
+                                                                     task=TASK)
+    model = Scripted(responses=[AIMessage("Noted."), AIMessage("Sure.")])
+    agent = create_agent(model, [], middleware=[MemoryMiddleware(TurnMemory(store), embeddings=embeddings)])
+    await agent.ainvoke({"messages": [HumanMessage("What is the weather like")]}, context=scope)
+    await agent.ainvoke({"messages": [HumanMessage(SAID)]}, context=scope)
+    first, second = model.seen
+    assert not any(TASK in str(m.content) for m in first)
+    assert any(TASK in str(m.content) for m in second)
+    assert embeddings.calls == 3  # the write, then one per turn's cue
