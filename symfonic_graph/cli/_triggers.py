@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from typing import Any
 
@@ -24,6 +25,7 @@ from symfonic_graph.cli._common import add_json_flag, add_scope_flags, emit, sco
 from symfonic_graph.cli._connect import open_store
 from symfonic_graph.cli._due import register_due
 from symfonic_graph.cli._tenants import notice_if_empty
+from symfonic_graph.errors import ValidationError
 from symfonic_graph.memory.layers import ProspectiveLayer
 from symfonic_graph.shape import _time
 from symfonic_graph.shape.models import Trigger
@@ -49,9 +51,9 @@ def register(sub: Any) -> None:
     add_json_flag(add)
     add.add_argument("--task", required=True, help="what to tell the model when it is offered")
     add.add_argument("--condition", default=None, help="a text trigger's condition (the evaluator matches it)")
-    add.add_argument("--kind", default=None, choices=("text", "time", "event"),
-                     help="text, time or event (default: time when --due-at or --due-in is given, event with "
-                          "--on-tool)")
+    add.add_argument("--kind", default=None, choices=("text", "time", "event", "semantic"),
+                     help="text, time, event or semantic (default: time when --due-at or --due-in is given, "
+                          "event with --on-tool, semantic with --embedding)")
     add.add_argument("--due-at", default=None, metavar="TIME", help="offered from this time on")
     add.add_argument("--due-in", default=None, metavar="DURATION", help="offered from now + this on")
     add.add_argument("--expires-at", default=None, metavar="TIME", help="never offered at or after this time")
@@ -63,6 +65,9 @@ def register(sub: Any) -> None:
     add.add_argument("--where", default=None, metavar="CEL",
                      help="with --on-tool: a CEL expression over the call's result and arguments, e.g. "
                           "'result.status == \"issued\"' (`call.order_id` reads an argument)")
+    add.add_argument("--embedding", default=None, metavar="JSON",
+                     help="a semantic trigger: the embedding of its condition, a JSON list of numbers "
+                          "(computed by the model the agent's wiring embeds turns with)")
     add.add_argument("--once", action="store_true", help="acknowledged when first offered")
     add.add_argument("--identifier", default=None, help="a stable key: adding it again replaces it")
     add.add_argument("--write-id", default=None, help="stage the write; `publish` makes it visible")
@@ -98,6 +103,16 @@ def _instant(value: str | None) -> str | float | None:
         return value
 
 
+def _embedding(text: str | None) -> Any:
+    """``--embedding``'s JSON list (checked by the write, which names the field), or None."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise ValidationError("embedding", f"must be a JSON list of numbers ({exc})") from None
+
+
 def _line(t: Trigger) -> str:
     when = (f"due {t.due_at.isoformat()}" if t.due_at is not None
             else f"on {t.on_tool} {t.same_args or ''}{f' where {t.where}' if t.where else ''}".rstrip()
@@ -130,7 +145,8 @@ async def _add(args: argparse.Namespace) -> int:
             scope_of(args), task=args.task, condition=args.condition, kind=args.kind,
             due_at=_instant(args.due_at), due_in=args.due_in, expires_at=_instant(args.expires_at),
             recurrence=args.recurrence, on_tool=args.on_tool, same_args=args.same_args,
-            where=args.where, once=args.once, identifier=args.identifier, write_id=args.write_id)
+            where=args.where, once=args.once, embedding=_embedding(args.embedding), identifier=args.identifier,
+            write_id=args.write_id)
     emit(args, {"id": trigger_id}, trigger_id)
     return 0
 

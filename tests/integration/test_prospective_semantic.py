@@ -10,20 +10,29 @@ way, and through ``MemoryMiddleware`` the model sees the reminder.
 
 from __future__ import annotations
 
+import json
 import uuid
+from pathlib import Path
 
+import anyio
 import neo4j
 import pytest
+import yaml
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.langchain import MemoryMiddleware
+from symfonic_graph.langgraph import build_agent_graph
+from symfonic_graph.ops.seedfile import load_seed_file
+from symfonic_graph.ops.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.shape import _embedding
 from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
+from tests._cli import run_cli_on
 from tests._embeddings import TopicEmbeddings
 from tests._fakes import Scripted
+from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
 
@@ -187,3 +196,54 @@ async def test_the_middleware_shows_a_semantic_reminder_to_the_model(store: Grap
     assert not any(TASK in str(m.content) for m in first)
     assert any(TASK in str(m.content) for m in second)
     assert embeddings.calls == 3  # the write, then one per turn's cue
+
+
+async def test_seed_files_and_the_cli_write_semantic_triggers(
+    store: GraphMemoryStore, tenant: str, tmp_path: Path, neo4j_settings: Neo4jSettings,
+) -> None:
+    scope = MemoryScope(tenant, "u1")
+    vector = TopicEmbeddings().embed_query(TRAVEL)
+    path = tmp_path / "reminders.yaml"
+    path.write_text(yaml.safe_dump({"tenant": tenant, "namespace": "u1", "triggers": [
+        {"identifier": "passport", "condition": TRAVEL, "task": TASK, "embedding": vector}]}))
+    plan = plan_seed(load_seed_file(path), None)
+    assert await count_changes(store, plan) == [{"skills": {"created": 0, "updated": 0, "unchanged": 0},
+                                                  "triggers": {"created": 1, "updated": 0, "unchanged": 0}}]
+    await apply_seed(store, plan)
+    assert await count_changes(store, plan_seed(load_seed_file(path), None)) == [
+        {"skills": {"created": 0, "updated": 0, "unchanged": 0},
+         "triggers": {"created": 0, "updated": 0, "unchanged": 1}}]  # the embedding reads back equal
+    assert await offered_everywhere(store, scope, SAID) == [TASK]
+    # a semantic entry without its embedding is refused naming the entry's field; nothing written
+    path.write_text(yaml.safe_dump({"tenant": tenant, "namespace": "u2", "triggers": [
+        {"kind": "semantic", "condition": TRAVEL, "task": TASK}]}))
+    with pytest.raises(ValidationError, match=r"triggers\[0\]\.embedding: a semantic trigger needs"):
+        plan_seed(load_seed_file(path), None)
+    # the CLI takes the embedding as JSON
+    result = await anyio.to_thread.run_sync(lambda: run_cli_on(
+        neo4j_settings, "triggers", "add", "--task", "Offer an adapter.", "--condition", TRAVEL,
+        "--embedding", json.dumps(vector), "--tenant", tenant, "--namespace", "u1", "--json"))
+    assert result.returncode == 0, result.stderr
+    assert await offered_everywhere(store, scope, SAID) == ["Offer an adapter.", TASK]
+    bad = await anyio.to_thread.run_sync(lambda: run_cli_on(
+        neo4j_settings, "triggers", "add", "--task", "x", "--condition", TRAVEL, "--embedding", "[0, 0",
+        "--tenant", tenant, "--namespace", "u1"))
+    assert bad.returncode != 0 and "embedding: must be a JSON list of numbers" in bad.stderr
+
+
+async def test_build_agent_graph_shows_a_semantic_reminder_as_the_middleware_does(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    scope = MemoryScope(tenant, "u1")
+    embeddings = TopicEmbeddings()
+    await ProspectiveLayer(store, embeddings=embeddings).set_trigger(scope, kind="semantic", condition=TRAVEL,
+                                                                     task=TASK)
+    model = Scripted(responses=[AIMessage("Noted."), AIMessage("Sure.")])
+    graph = build_agent_graph(model, [], TurnMemory(store), embeddings=embeddings)
+    await graph.ainvoke({"messages": [HumanMessage("What is the weather like")]}, context=scope)
+    await graph.ainvoke({"messages": [HumanMessage(SAID)]}, context=scope)
+    first, second = model.seen
+    assert not any(TASK in str(m.content) for m in first)
+    assert any(TASK in str(m.content) for m in second)
+    with pytest.raises(TypeError, match="embeddings needs memory=TurnMemory"):
+        build_agent_graph(model, [], lambda state: [], embeddings=embeddings)  # type: ignore[arg-type]
