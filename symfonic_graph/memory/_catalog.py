@@ -20,15 +20,24 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, cast
 from weakref import WeakValueDictionary
 
 from symfonic_graph.memory._isolation import keep_visible
 from symfonic_graph.memory.triggers import PendingTrigger
-from symfonic_graph.rules.ruleset import Rule, RuleSet
+from symfonic_graph.rules.ruleset import PackedSkill, Rule, RuleSet
 from symfonic_graph.shape._intern import shared
-from symfonic_graph.shape.models import read_skills, trigger_from_row, unpack_skill_row
+from symfonic_graph.shape.models import (
+    Skill,
+    as_datetime,
+    log_problems,
+    packed_torn,
+    read_skill,
+    read_skills,
+    trigger_from_row,
+    unpack_skill_row,
+)
 from symfonic_graph.shape.scope import MemoryScope
 
 
@@ -70,14 +79,54 @@ def fingerprint(rows: Sequence[Any]) -> bytes | None:
     return hashlib.blake2b(text.encode("ascii"), digest_size=16).digest()
 
 
+_MAX_TEMPLATES = 8192
+"""Distinct skill contents whose reading a compiler keeps (it starts afresh past them)."""
+_FIELDS = tuple(Skill.model_fields)  # a PackedSkill's order
+_ID, _TENANT, _NAMESPACE, _CREATED = (_FIELDS.index(n) for n in ("id", "tenant_id", "namespace", "created_at"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Node:
+    id: str
+    tenant_id: str
+    namespace: str | None
+
+
+def _content_key(row: Sequence[Any]) -> str | None:
+    """The content of a ``skill_packed`` row without its per-node values, as JSON text (types kept apart).
+
+    None when a per-node value is not of the type the read model accepts
+    (the row is then read in full, and reads to what it reads to) or a value
+    is not plain JSON.
+    """
+    ident, tenant, namespace, created, rev = row[0], row[1], row[2], row[12], row[13]
+    if (type(ident) is not str or type(tenant) is not str or (namespace is not None and type(namespace) is not str)
+            or (created is not None and type(created) is not str) or (rev is not None and type(rev) is not str)):
+        return None
+    try:
+        return _JSON.encode([row[3:12], row[14:17], [[e[0], e[2]] if len(e) == 3 else e for e in row[17]]])
+    except (TypeError, ValueError):
+        return None
+
+
+def _instance(template: Rule, row: Sequence[Any]) -> Rule:
+    """``template`` (a rule read from a row of the same content) for the node of ``row``."""
+    values = list(template.source)
+    values[_ID], values[_TENANT], values[_NAMESPACE] = row[0], shared(row[1]), shared(row[2])
+    values[_CREATED] = as_datetime(row[12])
+    return replace(template, source=PackedSkill(values), skill_id=row[0])
+
+
 class Compiler:
     """Compiles the rows a turn read, sharing tenant-wide rules and reminders across scopes."""
 
-    __slots__ = ("_tenants", "_triggers")
+    __slots__ = ("_templates", "_tenants", "_triggers")
 
     def __init__(self) -> None:
         self._tenants: WeakValueDictionary[str, TenantRules] = WeakValueDictionary()
         self._triggers: WeakValueDictionary[str, PendingTrigger] = WeakValueDictionary()
+        # content -> [its rule (None: skipped), its problems (None: not known yet), a row of it (until known)]
+        self._templates: dict[str, list[Any]] = {}
 
     def catalog(
         self, scope: MemoryScope, version: int | None, rows: Sequence[Sequence[Any]],
@@ -106,9 +155,10 @@ class Compiler:
         else:
             kept: list[tuple[int, Rule]] = []
             for place, row in own_rows:
-                skills, torn_row = read_skills([unpack_skill_row(row)])
+                rule, torn_row = self._rule(scope, row)
                 torn = torn or torn_row
-                kept.extend((place, rule) for rule in RuleSet(keep_visible(scope, skills, "skill"), pack=True).rules)
+                if rule is not None:
+                    kept.append((place, rule))
             own = tuple(kept)
         if cached is not None and own is cached.own and tenant is cached.tenant:
             rules = cached.skills  # both parts as before: keep the merged rules (and their pre-flight blocks)
@@ -129,12 +179,43 @@ class Compiler:
         held = self._tenants.get(scope.tenant_id)
         if held is not None and digest is not None and held.digest == digest:
             return held, False
-        skills, torn = read_skills([unpack_skill_row(row) for row in rows])
-        rules = TenantRules(keep_visible(scope, skills, "skill"), pack=True)
+        compiled = [self._rule(scope, row) for row in rows]
+        torn = any(torn_row for _, torn_row in compiled)
+        rules = cast(TenantRules, TenantRules.of_rules(rule for rule, _ in compiled if rule is not None))
         rules.digest = b"" if digest is None or torn else digest  # b"": never matched, never shared
         if rules.digest:
             self._tenants[scope.tenant_id] = rules
         return rules, torn
+
+    def _rule(self, scope: MemoryScope, row: Sequence[Any]) -> tuple[Rule | None, bool]:
+        """The rule of one ``skill_packed`` row (None: skipped or not the scope's) and whether it was torn.
+
+        Rows whose content (everything but id, tenant, namespace, creation
+        date and revision stamps) was read before share that reading: the one
+        read model is a pure function of the row, so the same content reads
+        to the same rule, and only the per-node values are put in place.
+        """
+        key = _content_key(row)
+        held = self._templates.get(key) if key is not None else None
+        if held is None:
+            skills, torn = read_skills([unpack_skill_row(row)])  # logs the node's problems
+            template = RuleSet(skills, pack=True).rules[0] if skills else None
+            if key is not None:
+                if len(self._templates) >= _MAX_TEMPLATES:
+                    self._templates.clear()
+                self._templates[key] = [template, None, row]
+        else:
+            template, problems, first = held
+            if problems is None:  # what the content's reading says: read once more, at its first reuse
+                held[1] = problems = read_skill(unpack_skill_row(first)).problems
+                held[2] = None
+            log_problems(row[0], problems)
+            torn = template is not None and packed_torn(row)
+            if template is not None:
+                template = _instance(template, row)
+        if template is None or not keep_visible(scope, [_Node(row[0], row[1], row[2])], "skill"):
+            return None, torn
+        return template, torn
 
     def pending(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
         """The scope's pending triggers; one object per trigger, shared by the scopes that see it."""

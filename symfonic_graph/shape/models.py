@@ -38,8 +38,8 @@ from symfonic_graph.shape.records import (
 
 log = logging.getLogger("symfonic_graph.models")
 
-__all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "guarded_tool", "read_skill", "read_skills",
-           "skill_of", "unpack_skill_row"]
+__all__ = ["STATE_OPS", "Fact", "Skill", "SkillReading", "Trigger", "as_datetime", "guarded_tool", "log_problems",
+           "packed_torn", "read_skill", "read_skills", "skill_of", "unpack_skill_row"]
 
 SKILL_STATUSES = frozenset({"approved", "draft", "rejected"})
 _logged: set[tuple[str, str]] = set()
@@ -95,6 +95,7 @@ class _Record(BaseModel):
         return data
 
 
+as_datetime = _as_datetime  # the lenient date reading, for a reader that builds a read skill's fields itself
 _Date = Annotated[datetime | None, BeforeValidator(_as_datetime)]
 """A date property read leniently: a Neo4j temporal, a datetime or an ISO string, else None."""
 
@@ -441,6 +442,18 @@ def unpack_skill_row(packed: Sequence[Any]) -> dict[str, Any]:
             "preconditions": preconditions}
 
 
+def packed_torn(packed: Sequence[Any]) -> bool:
+    """``read_skill``'s torn verdict for a ``skill_packed`` list whose skill reads (its rev a string or null)."""
+    rev = packed[13]
+    return _is_torn(rev if isinstance(rev, str) else None, [{"rev": e[1]} for e in packed[17] if len(e) == 3])
+
+
+def log_problems(node_id: str, problems: Sequence[str]) -> None:
+    """Log a node's problems, each once per node (as ``read_skills`` does)."""
+    for problem in problems:
+        _log_once(node_id, problem)
+
+
 def skill_from_row(row: Mapping[str, Any]) -> Skill | None:
     """The skill of one ``skill_row`` projection, or None if skipped; problems are logged once per node."""
     skills, _ = read_skills([row])
@@ -454,8 +467,7 @@ def read_skills(rows: Sequence[Mapping[str, Any]]) -> tuple[list[Skill], bool]:
     torn = False
     for row in rows:
         reading = read_skill(row)
-        for problem in reading.problems:
-            _log_once(reading.node_id, problem)
+        log_problems(reading.node_id, reading.problems)
         torn = torn or reading.torn
         if reading.skill is not None:
             skills.append(reading.skill)
