@@ -82,11 +82,33 @@ CALL (sc) {
 // the epoch: when it became offerable, the order a turn reads in. Kept in
 // `symfonic_offer_at` by every write (label :SymfonicOfferKeyed) and by
 // stamp_keys, indexed with the scope key and status (migration 0011), so a
-// turn seeks only triggers whose offer key has passed. A hint, never the
-// authority: the turn's filter (trigger_offerable) reads due_at,
-// snoozed_until and expires_at themselves.
-reduce(at = datetime({epochMillis: 0}), x IN [t.created_at, t.due_at, t.snoozed_until] |
-       CASE WHEN valueType(x) STARTS WITH 'ZONED DATETIME' AND x > at THEN x ELSE at END)
+// turn seeks only triggers whose offer key has passed. A semantic trigger is
+// offered by meaning, never in this order: its key is the end of time, so
+// the time-ordered seeks never read it (a turn without an embedding pays
+// nothing for a scope's semantic triggers) and only the semantic read, by
+// kind, finds it. A hint, never the authority: the turn's filter
+// (trigger_offerable) reads due_at, snoozed_until and expires_at themselves.
+CASE WHEN t.kind = 'semantic' THEN datetime('9999-12-31T00:00:00Z')
+     ELSE reduce(at = datetime({epochMillis: 0}), x IN [t.created_at, t.due_at, t.snoozed_until] |
+                 CASE WHEN valueType(x) STARTS WITH 'ZONED DATETIME' AND x > at THEN x ELSE at END)
+END
+
+// fragment: trigger_similarity(t)
+// params:
+// The score of semantic trigger `t` against the turn's embedding
+// `sc.vector` (an expression), as Neo4j's cosine ((1 + cos) / 2), or null:
+// not semantic, no embedding in the turn, or an embedding the similarity
+// function would raise on (not a list of numbers, another length, a squared
+// norm out of the float32 range or all zeros: a hand-seeded one). Each test
+// is its own CASE branch, evaluated in order, so none runs on a value an
+// earlier one refused. doctor reports the same embeddings.
+CASE WHEN sc.vector IS NULL OR NOT coalesce(t.kind = 'semantic', false) THEN null
+     WHEN NOT coalesce(valueType(t.embedding) IN ['LIST<FLOAT NOT NULL> NOT NULL',
+                                                 'LIST<INTEGER NOT NULL> NOT NULL'], false) THEN null
+     WHEN size(t.embedding) <> size(sc.vector) THEN null
+     WHEN NOT 1e-12 < reduce(sq = 0.0, x IN t.embedding | sq + x * x) < 1e36 THEN null
+     ELSE vector.similarity.cosine(t.embedding, sc.vector)
+END
 
 // fragment: trigger_keep(cap)
 // params:
@@ -149,50 +171,60 @@ CALL (sc, published) {
   MATCH (t:Trigger)
   USING INDEX t:Trigger(tenant_id)
   WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicOfferKeyed
-  RETURN t, null AS similarity
+  RETURN t,
+    // include: trigger_similarity(t)
+    AS similarity
   UNION
   // Semantic triggers, only for an entry with the turn's embedding
-  // (`sc.vector`): the first `sc.semantic_k` nodes of the vector index
-  // (migration 0017) by score, kept when the including query's filters hold
-  // (the scope's tenant and namespace among them). Neo4j 5's index search
-  // cannot filter by tenant, so the read checks it left nothing out: when
-  // every hit scores at least the floor, other tenants' or resolved triggers
-  // may have pushed some of the scope's own beyond `semantic_k`, and the
-  // scope's pending semantic triggers are then scored exactly instead, by
-  // scope key (kind index of migration 0016). Whether a trigger is offered
-  // never depends on another tenant's triggers; only the rare exact read
-  // costs more, and only the scope's own count. The exact read scores only
-  // a list of numbers of the turn's size whose squared norm is in a range
-  // the similarity function takes (a hand-seeded zero, huge or empty list
-  // would make it raise); the index itself holds only valid vectors.
+  // (`sc.vector`). A scope holding at most `sc.semantic_exact` pending ones
+  // (counted on the kind index of migration 0016) scores them all exactly:
+  // cheaper than an index search, and no other tenant's vectors are touched.
+  // A bigger one asks the vector index (migration 0017) for the first
+  // `sc.semantic_k` nodes by score, kept when the including query's filters
+  // hold (the scope's tenant and namespace among them). Neo4j 5's index
+  // search cannot filter by tenant, so the read checks it left nothing out:
+  // when every hit scores at least the floor, other tenants' or resolved
+  // triggers may have pushed some of the scope's own beyond `semantic_k`,
+  // and the scope is scored exactly instead. Whether a trigger is offered
+  // never depends on another tenant's triggers; only the cost of the rare
+  // exact read of a big scope does, and only on the scope's own count
+  // (trigger_similarity scores it; the index holds only vectors it can
+  // search).
   WITH sc, published WHERE sc.vector IS NOT NULL
-  CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k, sc.vector) YIELD node, score
-  WITH sc, published, collect({t: node, score: score}) AS hits
-  WITH sc, published, hits,
-       size(hits) < sc.semantic_k OR any(h IN hits WHERE h.score < sc.similarity_floor) AS complete
-  CALL (sc, published, hits, complete) {
+  WITH sc, published, CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
+                           ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS keys
+  WITH sc, published, keys, COUNT {
+    MATCH (x:Trigger)
+    USING INDEX x:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
+    WHERE x.symfonic_scope IN keys AND x.status = 'pending' AND x.kind = 'semantic'
+      AND x.symfonic_offer_at IS NOT NULL
+  } AS held
+  CALL (sc, held) {
+    WITH sc WHERE held > sc.semantic_exact
+    CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k, sc.vector) YIELD node, score
+    RETURN collect({t: node, score: score}) AS hits
+  }
+  WITH sc, published, keys, hits,
+       held > sc.semantic_exact
+       AND (size(hits) < sc.semantic_k OR any(h IN hits WHERE h.score < sc.similarity_floor)) AS complete
+  CALL (sc, published, keys, hits, complete) {
     UNWIND CASE WHEN complete THEN hits ELSE [] END AS hit
     RETURN hit.t AS t, hit.score AS similarity
     UNION
-    UNWIND CASE WHEN complete THEN []
-                WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
-                ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+    UNWIND CASE WHEN complete THEN [] ELSE keys END AS scope_key
     MATCH (t:Trigger)
     USING INDEX t:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
     WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.kind = 'semantic'
-      AND t.symfonic_offer_at <= $now
-    WITH t, sc, t.embedding AS v
-    WHERE valueType(v) IN ['LIST<FLOAT NOT NULL> NOT NULL', 'LIST<INTEGER NOT NULL> NOT NULL']
-      AND size(v) = size(sc.vector)
-    WITH t, sc, v, reduce(sq = 0.0, x IN v | sq + x * x) AS sq
-    WHERE 1e-12 < sq < 1e36
-    RETURN t, vector.similarity.cosine(v, sc.vector) AS similarity
+      AND t.symfonic_offer_at IS NOT NULL
+    RETURN t,
+      // include: trigger_similarity(t)
+      AS similarity
   }
   RETURN t, similarity
 }
 
 // name: triggers_offerable
-// params: tenant_id, namespace, write_id, limit, now, vector, similarity_floor, semantic_k
+// params: tenant_id, namespace, write_id, limit, now, vector, similarity_floor, semantic_k, semantic_exact
 // returns: triggers
 // mode: read
 // The triggers the scope may be offered at $now (trigger_offerable: text
@@ -202,7 +234,7 @@ CALL (sc, published) {
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published,
      {tenant_id: $tenant_id, namespace: $namespace, write_id: $write_id, vector: $vector,
-      similarity_floor: $similarity_floor, semantic_k: $semantic_k} AS sc
+      similarity_floor: $similarity_floor, semantic_k: $semantic_k, semantic_exact: $semantic_exact} AS sc
 // include: offerable_trigger_nodes($limit)
 WITH t, similarity, published, sc
 WHERE

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 
 from symfonic_graph.errors import ValidationError
 
-__all__ = ["DEFAULT_SIMILARITY", "MAX_DIMENSIONS", "SEMANTIC_CANDIDATES", "floor", "meaning", "similarity",
-           "vector"]
+__all__ = ["DEFAULT_SIMILARITY", "MAX_DIMENSIONS", "SEMANTIC_CANDIDATES", "SEMANTIC_EXACT", "floor", "meaning",
+           "similarity", "vector"]
 
 MAX_DIMENSIONS = 8192
 """The longest embedding a trigger stores or a turn sends (the largest common models use 3,072)."""
@@ -31,6 +31,12 @@ DEFAULT_SIMILARITY = 0.75
 
 SEMANTIC_CANDIDATES = 200
 """How many nearest embeddings of the whole database a turn asks the vector index for, before it keeps its own."""
+
+SEMANTIC_EXACT = 32
+"""A scope with at most this many pending semantic triggers scores them all exactly, without the vector index.
+
+Reading a 1,536-number embedding costs about 0.1 ms here, one index search
+about 5 ms (``bench/semantic_bench.py``)."""
 
 # The squared norm the read accepts of a hand-seeded embedding (triggers.cypher): a vector the similarity
 # function takes, every component within float32 and not all of them zero.
@@ -86,8 +92,8 @@ def meaning(embedding: Sequence[float] | None, threshold: float = DEFAULT_SIMILA
 
     Example:
         >>> meaning([1.0, 0.0], 0.5)
-        {'vector': [1.0, 0.0], 'similarity_floor': 0.75, 'semantic_k': 200}
+        {'vector': [1.0, 0.0], 'similarity_floor': 0.75, 'semantic_k': 200, 'semantic_exact': 32}
     """
     return {"vector": None if embedding is None else list(vector("vector", embedding)),
             "similarity_floor": floor(similarity("similarity", threshold)),
-            "semantic_k": SEMANTIC_CANDIDATES if candidates is None else candidates}
+            "semantic_k": SEMANTIC_CANDIDATES if candidates is None else candidates, "semantic_exact": SEMANTIC_EXACT}

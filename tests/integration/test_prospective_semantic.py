@@ -107,6 +107,7 @@ async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scop
     await ProspectiveLayer(store, embeddings=embeddings).set_trigger(mine, kind="semantic", condition=TRAVEL,
                                                                      task=TASK)
     # the neighbour holds more triggers identical in meaning than one index search returns
+    monkeypatch.setattr(_embedding, "SEMANTIC_EXACT", 0)  # every scope asks the index first
     monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", 3)
     for i in range(6):
         await ProspectiveLayer(store, embeddings=embeddings).set_trigger(
@@ -119,6 +120,8 @@ async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scop
     assert len(await offered_everywhere(store, theirs, SAID)) == 6
     monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", 200)
     assert await offered_everywhere(store, mine, SAID) == [TASK]  # found by the index search
+    monkeypatch.setattr(_embedding, "SEMANTIC_EXACT", 32)
+    assert await offered_everywhere(store, mine, SAID) == [TASK]  # a small scope is scored exactly
 
 
 HOSTILE = {
@@ -138,10 +141,10 @@ HOSTILE = {
 }
 
 
-@pytest.mark.parametrize("exact", [False, True], ids=["index", "exact"])
+@pytest.mark.parametrize("path", ["index", "exact", "index full, then exact", "not yet stamped"])
 async def test_hand_seeded_embeddings_of_every_shape_never_break_a_turn(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, monkeypatch: pytest.MonkeyPatch,
-    exact: bool,
+    path: str,
 ) -> None:
     """Plain-Cypher triggers with any embedding: the valid one is offered, the others never, and no read fails."""
     scope = MemoryScope(tenant, "u1")
@@ -154,8 +157,11 @@ async def test_hand_seeded_embeddings_of_every_shape_never_break_a_turn(
             "CREATE (t:Trigger {id: $id, tenant_id: $tenant, namespace: 'u1', kind: 'semantic', condition: $c, "
             "task: $task, status: 'pending', created_at: datetime()}) SET t.embedding = $embedding",
             {**row, "tenant": tenant, "c": TRAVEL})
-    await store.stamp_keys()  # keyed as a migration would: the exact read seeks by scope key
-    if exact:  # every index search comes back full: the scope is scored exactly
+    if path != "not yet stamped":
+        await store.stamp_keys()  # keyed as a migration would: the exact read seeks by scope key
+    if path != "exact":  # the scope's 13 triggers are over the exact read's count: the index answers first
+        monkeypatch.setattr(_embedding, "SEMANTIC_EXACT", 0)
+    if path == "index full, then exact":  # every index search comes back full: the scope is scored exactly
         monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", 1)
     assert await offered_everywhere(store, scope, SAID) == [TASK]
     assert await offered_everywhere(store, scope, "my invoice") == []
