@@ -18,10 +18,16 @@ scripted, ``TurnMemory(wall_clock=...)``) after a history of filler turns of
   another order, or the matching one failed;
 * ``text``: a condition word matched by a deterministic evaluator (the word
   in the last human message); *positive*, the probe names it; *negative*,
-  it names another.
+  it names another;
+* ``semantic``: a condition about travelling abroad, embedded by a
+  deterministic topic model (``bench/_embeddings.py``) and matched by the
+  store at the default similarity; *positive*, the probe asks about booking
+  a flight (no word in common with the condition's topic words but the
+  topic); *negative*, about something else.
 
 The *overloaded* variants add 200 unrelated triggers of every kind (due
-next week, on other tools, on other words) to a positive or negative case.
+next week, on other tools, on other words, on other topics) to a positive
+or negative case.
 A turn's offer is right when it holds the target exactly on positive turns
 and nothing else. Prints, per kind and history length, precision and recall
 of "offered on the right turn" and the false-offer rate (turns offering
@@ -45,6 +51,7 @@ from langchain_core.language_models.fake_chat_models import FakeMessagesListChat
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from pydantic import Field
 
+from bench._embeddings import TopicEmbeddings
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.memory.layers.prospective import trigger_row
@@ -52,7 +59,8 @@ from symfonic_graph.memory.layers.prospective import trigger_row
 # the probe's instant: after every created_at (a trigger's offer key is never before it)
 T0 = float(int(time.time()) + 7 * 86400)
 LENGTHS = (1_000, 10_000, 100_000)
-KINDS = ("time", "event", "text")
+KINDS = ("time", "event", "text", "semantic")
+TRAVEL = "The user talks about travelling abroad"
 VARIANTS = ("positive", "negative", "overloaded+", "overloaded-")
 UNRELATED = 200
 CHARS_PER_TOKEN = 4
@@ -109,19 +117,26 @@ async def run_case(
 ) -> tuple[bool, bool]:
     """(target offered, something else or the target wrongly offered) for one probe turn."""
     scope = MemoryScope(f"bench-triggerbench-{uuid.uuid4().hex}", "u1")
-    layer = ProspectiveLayer(store, clock=lambda: T0 - 3600)
+    embeddings = TopicEmbeddings()
+    layer = ProspectiveLayer(store, clock=lambda: T0 - 3600, embeddings=embeddings)
     target = f"Target {case.kind} {case.n}."
     order, word = f"A-{case.n}", f"pelican{case.n}"
     if case.kind == "time":
         await layer.set_trigger(scope, task=target, due_at=T0)
     elif case.kind == "event":
         await layer.set_trigger(scope, task=target, on_tool="issue_refund", same_args={"order_id": order})
+    elif case.kind == "semantic":
+        await layer.set_trigger(scope, task=target, kind="semantic", condition=TRAVEL)
     else:
         await layer.set_trigger(scope, task=target, condition=word)
     if case.variant.startswith("overloaded"):
-        rows = [trigger_row(scope, task=f"Unrelated {k}.", due_at=T0 + 7 * 86400 + k) if k % 3 == 0 else
-                trigger_row(scope, task=f"Unrelated {k}.", on_tool=f"other_tool_{k}") if k % 3 == 1 else
-                trigger_row(scope, task=f"Unrelated {k}.", condition=f"walrus{k}") for k in range(UNRELATED)]
+        others = embeddings.embed_documents([f"{topic} walrus{k}" for k, topic in
+                                             enumerate(["invoice", "doctor", "puppy"] * (UNRELATED // 3 + 1))])
+        rows = [trigger_row(scope, task=f"Unrelated {k}.", due_at=T0 + 7 * 86400 + k) if k % 4 == 0 else
+                trigger_row(scope, task=f"Unrelated {k}.", on_tool=f"other_tool_{k}") if k % 4 == 1 else
+                trigger_row(scope, task=f"Unrelated {k}.", condition=f"walrus{k}") if k % 4 == 2 else
+                trigger_row(scope, task=f"Unrelated {k}.", condition=f"other topic {k}", embedding=others[k])
+                for k in range(UNRELATED)]
         await layer.write_triggers(scope, rows)
     clock = T0 if case.positive or case.kind != "time" else T0 - 60
     messages = list(history)
@@ -129,11 +144,14 @@ async def run_case(
         messages += refund(order if case.positive else f"B-{case.n}", "r1")
         if not case.positive:
             messages += refund(order, "r2", failed=True)
-    cue = f"Anything about {word}?" if case.kind == "text" and case.positive else f"Anything about heron{case.n}?"
+    cue = (f"Anything about {word}?" if case.kind == "text" and case.positive
+           else f"Can you help with booking a flight, heron{case.n}?" if case.kind == "semantic" and case.positive
+           else f"Anything about heron{case.n}?")
     messages.append(HumanMessage(cue))
     model = Recording(responses=[AIMessage("Noted.")], last=[])
     memory = TurnMemory(store, wall_clock=lambda: clock, coalesce_window=None, max_triggers=max_triggers)
-    agent = create_agent(model, [], middleware=[MemoryMiddleware(memory, evaluator=word_in_cue)])
+    agent = create_agent(model, [], middleware=[MemoryMiddleware(memory, evaluator=word_in_cue,
+                                                                 embeddings=embeddings)])
     try:
         await agent.ainvoke({"messages": messages}, context=scope)
     finally:
@@ -170,14 +188,14 @@ async def main(args: argparse.Namespace) -> None:
     print(f"{args.cases} cases per kind, variant and length; {len(VARIANTS)} variants (positive, negative, and "
           f"each with {UNRELATED} unrelated triggers); max_triggers {args.max_triggers}; "
           f"{time.perf_counter() - start:.1f} s")
-    print(f"{'kind':<6} {'history':>8} {'turns':>6} {'positive':>8} {'precision':>9} {'recall':>7} "
+    print(f"{'kind':<8} {'history':>8} {'turns':>6} {'positive':>8} {'precision':>9} {'recall':>7} "
           f"{'false-offer rate':>16}")
     for kind in KINDS:
         for length in LENGTHS:
             t = tally[(kind, length)]
             offered = t["tp"] + t["fp"]
             precision = t["tp"] / offered if offered else float("nan")
-            print(f"{kind:<6} {length:>8,} {t['turns']:>6} {t['positives']:>8} {precision:>9.3f} "
+            print(f"{kind:<8} {length:>8,} {t['turns']:>6} {t['positives']:>8} {precision:>9.3f} "
                   f"{t['tp'] / t['positives']:>7.3f} {t['false_offer_turns'] / t['turns']:>16.3f}")
 
 

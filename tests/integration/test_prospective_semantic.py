@@ -21,6 +21,7 @@ import yaml
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
 
+from bench._embeddings import TopicEmbeddings
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
 from symfonic_graph.errors import ValidationError
 from symfonic_graph.langchain import MemoryMiddleware
@@ -30,7 +31,6 @@ from symfonic_graph.ops.seeding import apply_seed, count_changes, plan_seed
 from symfonic_graph.shape import _embedding
 from symfonic_graph.triggers import GraphPendingTriggers, ProspectiveTriggerCapability
 from tests._cli import run_cli_on
-from tests._embeddings import TopicEmbeddings
 from tests._fakes import Scripted
 from tests.conftest import Neo4jSettings
 

@@ -1,4 +1,4 @@
-"""A deterministic LangChain ``Embeddings`` for tests: texts on one topic point the same way.
+"""A deterministic LangChain ``Embeddings`` for tests and benches: texts on one topic point the same way.
 
 Each topic is one axis; a text's vector counts its words of each topic, plus
 a faint component per other word (so no text is all zeros). Texts sharing a
