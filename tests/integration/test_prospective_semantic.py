@@ -78,6 +78,10 @@ async def test_a_semantic_trigger_is_offered_on_a_turn_near_its_condition(
     assert await offered_everywhere(store, scope, SAID) == [TASK]
     await layer.ack_trigger(scope, tid)
     assert await offered_everywhere(store, scope, SAID) == []
+    later = await layer.set_trigger(scope, kind="semantic", condition=TRAVEL, task="Ask about the visa.")
+    await layer.snooze_trigger(scope, later, until=4102444800)  # snoozed: not offered until then
+    assert await offered_everywhere(store, scope, SAID) == []
+    await layer.cancel_trigger(scope, later)
     gone = await layer.set_trigger(scope, kind="semantic", condition=TRAVEL, task="Offer travel insurance.")
     await layer.cancel_trigger(scope, gone)
     await layer.set_trigger(scope, kind="semantic", condition=TRAVEL, task="Old news.", expires_at=1.0)
