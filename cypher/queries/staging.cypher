@@ -28,9 +28,54 @@ CALL () {
   RETURN n
 }
 
+// name: write_mark_replaced_batch
+// params: tenant_id, namespace, write_id, limit
+// returns: marked
+// mode: write
+// Publish, first, in transactions of its own: at most $limit live nodes that
+// a staged node of the write re-seeds (the holder of its base key, of the
+// same tenant and scope) get `symfonic_replaced_by` = the write's entry, the
+// one property by which readers hide a replaced node; returns how many.
+// Invariant: a transaction that lists an entry on the catalog
+// (write_publish_listed) changes nothing the visibility rule reads; every
+// node the entry hides was marked, and committed, before. Neo4j applies a
+// committed transaction's records one at a time while readers read without
+// locks, so a reader could read the list with the new entry and then a node
+// the same transaction marked, still unmarked: the old and the new version
+// together. Hides nothing yet (the entry is not listed) and moves no key: a
+// live re-seed meanwhile still writes the live node, which the flip then
+// replaces. write_prepare_batch counts a node it finds unmarked (`unmarked`)
+// and the flip is then retried after marking again.
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
+WHERE NOT entry IN published
+// include: scope_unpublished
+WITH n, entry
+WHERE n.symfonic_write_id = $write_id AND n.symfonic_published_at IS NULL AND n.symfonic_base_key IS NOT NULL
+CALL (n, entry) {
+  WITH n, entry WHERE n:Skill
+  MATCH (old:Skill {symfonic_key: n.symfonic_base_key})
+  WHERE old.tenant_id = n.tenant_id
+    AND NOT coalesce(old.symfonic_replaced_by = entry, false)
+    AND
+    // include: same_namespace(old, n)
+  RETURN old
+  UNION
+  WITH n, entry WHERE n:Trigger
+  MATCH (old:Trigger {symfonic_key: n.symfonic_base_key})
+  WHERE old.tenant_id = n.tenant_id
+    AND NOT coalesce(old.symfonic_replaced_by = entry, false)
+    AND
+    // include: same_namespace(old, n)
+  RETURN old
+}
+WITH old, entry LIMIT $limit
+SET old.symfonic_replaced_by = entry
+RETURN count(old) AS marked;
+
 // name: write_prepare_batch
 // params: tenant_id, namespace, write_id, limit
-// returns: prepared, replaced
+// returns: prepared, replaced, unmarked
 // mode: write
 // Publish, before the flip, at most $limit nodes at a time: a staged node
 // re-seeding a key takes it over from the live node of the same tenant and
@@ -38,7 +83,10 @@ CALL () {
 // every staged node of the write is stamped published. Nothing here changes
 // what a reader sees: readers hide a replaced node and show a staged one only
 // once the write's entry is on the catalog's list (write_publish_listed).
-// Only what was staged in exactly this scope, and not yet listed.
+// Only what was staged in exactly this scope, and not yet listed. `unmarked`
+// counts the replaced nodes that write_mark_replaced_batch had not marked
+// before this statement: the flip, which lists the entry in the same
+// transaction, must find none (see write_mark_replaced_batch).
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
 WHERE NOT entry IN published
@@ -52,9 +100,10 @@ CALL (n, entry) {
   WHERE old.tenant_id = n.tenant_id
     AND
     // include: same_namespace(old, n)
+  WITH old, entry, coalesce(old.symfonic_replaced_by = entry, false) AS marked
   SET old.symfonic_replaced_by = entry,
       old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
-  RETURN count(old) AS skills
+  RETURN count(old) AS skills, count(CASE WHEN old IS NOT NULL AND NOT marked THEN 1 END) AS skills_unmarked
 }
 CALL (n, entry) {
   WITH n, entry WHERE n:Trigger AND n.symfonic_base_key IS NOT NULL
@@ -62,13 +111,15 @@ CALL (n, entry) {
   WHERE old.tenant_id = n.tenant_id
     AND
     // include: same_namespace(old, n)
+  WITH old, entry, coalesce(old.symfonic_replaced_by = entry, false) AS marked
   SET old.symfonic_replaced_by = entry,
       old.symfonic_key = old.symfonic_key + '\u0000replaced:' + old.id
-  RETURN count(old) AS triggers
+  RETURN count(old) AS triggers, count(CASE WHEN old IS NOT NULL AND NOT marked THEN 1 END) AS triggers_unmarked
 }
 SET n.symfonic_key = coalesce(n.symfonic_base_key, n.symfonic_key), n.symfonic_base_key = null,
     n.symfonic_published_at = datetime()
-RETURN count(n) AS prepared, sum(skills + triggers) AS replaced;
+RETURN count(n) AS prepared, sum(skills + triggers) AS replaced,
+       sum(skills_unmarked + triggers_unmarked) AS unmarked;
 
 // name: write_publish_listed
 // params: tenant_id, namespace, write_id
@@ -76,8 +127,9 @@ RETURN count(n) AS prepared, sum(skills + triggers) AS replaced;
 // mode: write
 // Publish, the flip: one append to the tenant's catalog node (its
 // `published_writes`, one "<namespace>\u001F<write_id>" entry) makes every
-// node of the write visible at once, and hides every node it replaces. It
-// writes no other node, so it stays small whatever the size of the write
+// node of the write visible at once, and hides every node it replaces (each
+// marked by an earlier transaction: write_mark_replaced_batch). It writes no
+// other node, so it stays small whatever the size of the write
 // (write_prepare_batch did the rest before). Returns how many nodes it lists;
 // none (and no entry) when the write holds nothing or is listed already.
 MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
@@ -167,7 +219,9 @@ RETURN count(*) AS discarded;
 // mode: write
 // Discard, after write_discard_batch removed the staged nodes: the live
 // nodes a publish cut short had marked replaced by this unlisted write get
-// their key back and stay live, as if the publish never started.
+// their key back (when write_prepare_batch had moved it; a node only marked
+// by write_mark_replaced_batch still holds it) and stay live, as if the
+// publish never started.
 OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published, coalesce($namespace, '') + '\u001F' + $write_id AS entry
 WHERE NOT entry IN published
@@ -181,7 +235,9 @@ CALL (entry) {
   RETURN old
 }
 WITH old LIMIT $limit
-SET old.symfonic_key = left(old.symfonic_key, size(old.symfonic_key) - size('\u0000replaced:' + old.id)),
+SET old.symfonic_key = CASE WHEN old.symfonic_key ENDS WITH '\u0000replaced:' + old.id
+                           THEN left(old.symfonic_key, size(old.symfonic_key) - size('\u0000replaced:' + old.id))
+                           ELSE old.symfonic_key END,
     old.symfonic_replaced_by = null
 RETURN count(old) AS restored;
 

@@ -4,6 +4,14 @@ Visibility flips by one append to the tenant's catalog node
 (``published_writes``), read once per query, so a reader sees all of a
 write or none of it; fold removes the staging labels once no reader can
 still see the old state; discard deletes a staged write.
+
+A reader reads the list first and the nodes after, without locks, and Neo4j
+applies a committed transaction's records one at a time: the transaction that
+lists a write must change nothing else the visibility rule reads, or a reader
+could see the new list beside a node still in its old state (two versions of
+one skill). So the nodes a write replaces are marked in transactions of their
+own first (``write_mark_replaced_batch``), and the flip lists the write only
+when it finds every one marked.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from symfonic_graph._store.guards import refuse_held_keys, refuse_published
 from symfonic_graph._store.keys import positive_count, required_write_id
 from symfonic_graph._store.steps import Row, Statement, Step, Written
 from symfonic_graph._store.transport import PUBLISH_SETTLE_SECONDS, Transport
+from symfonic_graph.errors import SymfonicGraphError
 from symfonic_graph.shape._limits import refuse_over_cap
 from symfonic_graph.shape.scope import MemoryScope
 
@@ -22,8 +31,17 @@ from symfonic_graph.shape.scope import MemoryScope
 STAGE_BATCH = 5000
 
 
+# Flips tried before a publish gives up when, each time, a concurrent write gave one of its keys to a node it had
+# not marked yet (another publish of the same identifiers between its marking and its flip).
+_FLIP_ATTEMPTS = 8
+
+
 class _MoreToPrepare(Exception):
     """Raised inside a publish's flip when the write is too large for one transaction: it is rolled back."""
+
+
+class _Unmarked(Exception):
+    """Raised inside a publish's flip when it would hide a node not marked before: it is rolled back, marked again."""
 
 
 class Staging(Transport):
@@ -68,7 +86,7 @@ class Staging(Transport):
                 # One batch of folding per publish keeps it short; the rest waits for the next one.
                 await self.fold_published(MemoryScope(tenant), batch_size=size, max_batches=1)
             try:
-                return await self._flip(scopes, wid, size, record)  # prepared and listed in one transaction
+                return await self._marked_flip(scopes, wid, size, record, small=True)  # marked, then listed
             except _MoreToPrepare:
                 pass
         # A large write: prepared in batches, each transaction within its own query_timeout, then listed.
@@ -80,16 +98,58 @@ class Staging(Transport):
                 rows = (await self.write([lock, held, ("write_prepare_batch", params)]))["write_prepare_batch"]
                 if not rows or int(rows[0]["prepared"]) < size:
                     break
-        return await self._flip(scopes, wid, size, record)
+        return await self._marked_flip(scopes, wid, size, record)
+
+    async def _marked_flip(self, scopes: Sequence[MemoryScope], write_id: str, size: int,
+                           record: dict[str, str | None], *, small: bool = False) -> int:
+        """Mark what the write replaces, committed, then flip; again when a write in between moved a key.
+
+        With ``small``, a write with more to mark than one transaction holds
+        raises ``_MoreToPrepare`` instead (publish then prepares in batches,
+        which mark as they go).
+        """
+        for _ in range(_FLIP_ATTEMPTS):
+            await self._mark(scopes, write_id, size, small=small)
+            try:
+                return await self._flip(scopes, write_id, size, record)
+            except _Unmarked:
+                continue
+        raise SymfonicGraphError(
+            f"publish of write {write_id!r}: {_FLIP_ATTEMPTS} times, a concurrent write gave one of its keys to "
+            "another node between its marking and its flip; nothing was listed: publish again")
+
+    async def _mark(self, scopes: Sequence[MemoryScope], write_id: str, size: int, *, small: bool) -> None:
+        """Mark the nodes the write replaces (``write_mark_replaced_batch``), at most ``size`` per transaction.
+
+        Committed before the flip: the flip's transaction, which lists the
+        write, must change nothing a reader's visibility rule reads.
+        """
+        pending = list(scopes)
+        while pending:
+            share = max(1, size // len(pending))
+            steps = [Step("catalog_lock", {"tenant_id": t}, key=f"lock:{t}")
+                     for t in sorted({s.tenant_id for s in pending})]
+            steps += [Step("write_mark_replaced_batch", {**s.params(), "write_id": write_id, "limit": share},
+                           key=f"mark:{i}") for i, s in enumerate(pending)]
+            written = await self.write(steps)
+            pending = [s for i, s in enumerate(pending) if int(written.one(f"mark:{i}")["marked"]) >= share]
+            if small and pending:
+                raise _MoreToPrepare  # more than one transaction holds: prepared in batches (they mark too)
 
     async def _flip(self, scopes: Sequence[MemoryScope], write_id: str, size: int,
                     record: dict[str, str | None]) -> int:
-        """One transaction: prepare what is left (at most ``size`` nodes in all) and list every scope's entry."""
+        """One transaction: prepare what is left (at most ``size`` nodes in all) and list every scope's entry.
+
+        Every node the flip hides must have been marked by an earlier
+        transaction (``_mark``): one it finds unmarked rolls it back.
+        """
         share = max(1, size // len(scopes))  # the flip's nodes to prepare, per scope
 
         def all_prepared(rows: list[Row]) -> None:
             if rows and int(rows[0]["prepared"]) >= share:
                 raise _MoreToPrepare  # rolls this transaction back; publish prepares in batches first
+            if rows and int(rows[0]["unmarked"]):
+                raise _Unmarked  # a write since the marking gave a key to another node: mark it first
 
         tenants = sorted({s.tenant_id for s in scopes})
         steps: list[Step] = [Step("catalog_lock", {"tenant_id": t}, key=f"lock:{t}") for t in tenants]

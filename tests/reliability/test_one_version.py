@@ -5,19 +5,29 @@ identifiers live, as fast as they can; readers run turns (``TurnMemory.begin``,
 a fresh cache each time) and ``query_skills`` meanwhile. Every read must hold
 exactly one skill per identifier: never the old and the new node together,
 never neither (a publish racing every other write).
+
+A reader reads the catalog's list first and the nodes after, without locks,
+and Neo4j applies a committed transaction's records one at a time: a reader
+can see the list of a commit still being applied beside nodes not yet
+changed by it. The race above catches that rarely (the window is short);
+``test_a_transaction_that_lists_or_unlists_a_write_changes_nothing_else_a_reader_checks``
+checks every commit of a publish's life for the property that rules it out.
 """
 
 from __future__ import annotations
 
 import uuid
 from collections import Counter
+from collections.abc import Sequence
+from itertools import pairwise
 
 import anyio
 import neo4j
 import pytest
 
-from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
+from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, TurnMemory
 from symfonic_graph._store.cypher import cypher_root, parse_queries
+from symfonic_graph._store.steps import Statement, Step, Written
 from tests.reliability._stats import FIGURES, SCALE
 
 pytestmark = [pytest.mark.reliability, pytest.mark.anyio]
@@ -148,3 +158,70 @@ async def test_a_reader_holding_the_list_from_before_a_publish_and_a_live_reseed
         assert [r["identifier"] for r in records] == ["x"], (published, order)
     [now] = await skills.query_skills(scope)
     assert now.label == ("x live" if order == "publish_then_live" else "x staged")
+
+
+# What the visibility rule (skill_visible, trigger_visible, visible_version) reads of a node besides the
+# catalog's list: the same in the states before and after a transaction that changes the list.
+_RULE_INPUTS = """
+OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $t})
+WITH coalesce(c.published_writes, []) AS published
+OPTIONAL MATCH (n) WHERE n.tenant_id = $t AND (n:Skill OR n:Trigger)
+WITH published, n ORDER BY elementId(n)
+RETURN published, collect([elementId(n), n {.tenant_id, .namespace, .status, .active, .symfonic_write_id,
+                                           .symfonic_replaced_by, staged: n:SymfonicUnpublished,
+                                           retracted: n:SymfonicRetracted, skill: n:Skill}]) AS nodes
+"""
+
+
+class _Commits(GraphMemoryStore):
+    """The store, reading the tenant's list and what the rule reads of its nodes after each committed write."""
+
+    def __init__(self, store: GraphMemoryStore, tenant: str) -> None:
+        super().__init__(store.driver, database=store.database)
+        self.tenant = tenant
+        self.states: list[tuple[str, list[str], dict[str, dict[str, object]]]] = []
+
+    async def snapshot(self, what: str) -> None:
+        records, _, _ = await self.driver.execute_query(_RULE_INPUTS, {"t": self.tenant}, database_=self.database)
+        self.states.append((what, list(records[0]["published"]), {k: v for k, v in records[0]["nodes"]}))
+
+    async def write(self, steps: Sequence[Step | Statement]) -> Written:
+        written = await super().write(steps)
+        await self.snapshot(", ".join(s.query if isinstance(s, Step) else s[0] for s in steps))
+        return written
+
+
+async def test_a_transaction_that_lists_or_unlists_a_write_changes_nothing_else_a_reader_checks(
+    store: GraphMemoryStore, tenant: str, forget: list[str]
+) -> None:
+    """The flip lists a write and nothing else: the nodes it hides were marked by a transaction committed
+    before. Else a reader holding the new list could read a node the flip marks still unmarked, old and new
+    versions together (two skills of one identifier). Publishes small and in batches, of skills and
+    triggers, a live re-seed between, a fold and a discard."""
+    commits = _Commits(store, tenant)
+    scope = MemoryScope(tenant)
+    skills, triggers = ProceduralLayer(commits), ProspectiveLayer(commits)
+    await commits.snapshot("start")
+    await skills.seed_skills(scope, [_skill(i, f"{i} v0") for i in ("x", "y", "z")])
+    await triggers.set_trigger(scope, task="t v0", condition="c", identifier="t")
+    for n, batch in ((1, 5000), (2, 1)):  # one flip; then prepared in batches of one node before the flip
+        wid = f"w{n}-{uuid.uuid4().hex}"
+        await skills.seed_skills(scope, [_skill(i, f"{i} v{n}") for i in ("x", "y", "z")], write_id=wid)
+        await triggers.set_trigger(scope, task=f"t v{n}", condition="c", identifier="t", write_id=wid)
+        await commits.publish(scope, wid, batch_size=batch)
+        await skills.seed_authored_skill(scope, **_skill("x", f"x live {n}"))  # type: ignore[arg-type]
+    staged = f"w3-{uuid.uuid4().hex}"
+    await skills.seed_skills(scope, [_skill("y", "y staged")], write_id=staged)
+    await commits.discard(scope, staged)
+    await commits.fold_published(scope, settle_seconds=0)
+    assert sorted(s.label for s in await skills.query_skills(scope)) == ["x live 2", "y v2", "z v2"]
+    assert [t.task for t in await triggers.get_pending(scope)] == ["t v2"]
+    lists = 0
+    for (_, before, nodes_before), (what, after, nodes_after) in pairwise(commits.states):
+        if before == after:
+            continue
+        lists += 1
+        changed = {k: (nodes_before.get(k), nodes_after.get(k)) for k in nodes_before.keys() | nodes_after.keys()
+                   if nodes_before.get(k) != nodes_after.get(k)}
+        assert not changed, f"{what} changed the list ({before} -> {after}) and nodes: {changed}"
+    assert lists == 3  # two flips, then the fold unlists both
