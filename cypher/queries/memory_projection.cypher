@@ -35,8 +35,9 @@ coalesce(t.kind, 'text') IN ['text', 'time', 'event', 'semantic']
 // fragment: trigger_row
 // params:
 // The one projection of a trigger `t` into `trigger_row`: its documented
-// properties (models.trigger_from_row reads them), dates as strings.
-WITH t, t {.id, .tenant_id, .namespace, .condition, .task, .status, .kind, .resolution, .recurrence, .on_tool,
+// properties (models.trigger_from_row reads them), dates as strings. Keeps
+// every other variable in scope (the offerable reads' `similarity`).
+WITH *, t {.id, .tenant_id, .namespace, .condition, .task, .status, .kind, .resolution, .recurrence, .on_tool,
            .same_args, .where, .once,
            created_at: toStringOrNull(t.created_at), resolved_at: toStringOrNull(t.resolved_at),
            due_at: toStringOrNull(t.due_at), expires_at: toStringOrNull(t.expires_at),

@@ -112,13 +112,13 @@ END
 
 // fragment: trigger_keep(cap)
 // params:
-// Of the offerable rows `t`, the `cap` a turn keeps: due time triggers and
+// Of the offerable rows `t` (with their `similarity`), the `cap` a turn keeps: due time triggers and
 // semantic ones that matched first, then the others, each offerable longest
 // first (offer key, then creation); shown oldest first (created_at, then id).
-WITH t ORDER BY CASE WHEN t.kind IN ['time', 'semantic'] THEN 0 ELSE 1 END, coalesce(t.symfonic_offer_at, t.created_at),
+WITH t, similarity ORDER BY CASE WHEN t.kind IN ['time', 'semantic'] THEN 0 ELSE 1 END, coalesce(t.symfonic_offer_at, t.created_at),
                 t.created_at, t.id
      LIMIT cap
-WITH t ORDER BY t.created_at, t.id
+WITH t, similarity ORDER BY t.created_at, t.id
 
 // fragment: offerable_trigger_nodes(cap)
 // params: now
@@ -243,7 +243,8 @@ WHERE
   // include: trigger_offerable(similarity)
 // include: trigger_keep($limit)
 // include: trigger_row
-RETURN collect(trigger_row) AS triggers;
+// A semantic trigger's row carries its cosine with the turn's embedding.
+RETURN collect(trigger_row {.*, similarity: 2 * similarity - 1}) AS triggers;
 
 // name: triggers_pending
 // params: tenant_id, namespace, write_id, limit

@@ -20,7 +20,8 @@ WITH sc, version, published,
 // `CALL (sc, published) { ... }` subquery that keeps the including query's
 // rows) filtered to the triggers the scope `sc` sees and may be offered at
 // $now, at most $max_triggers (due time triggers kept first), shown oldest
-// first, as `triggers`.
+// first, as `triggers` (a semantic trigger's row with its cosine with the
+// turn's embedding, `similarity`).
 WITH t, similarity, published, sc
 WHERE
   // include: trigger_visible
@@ -28,7 +29,7 @@ WHERE
   // include: trigger_offerable(similarity)
 // include: trigger_keep($max_triggers)
 // include: trigger_row
-RETURN collect(trigger_row) AS triggers
+RETURN collect(trigger_row {.*, similarity: 2 * similarity - 1}) AS triggers
 
 // name: turn_snapshot
 // params: scopes, max_triggers, now

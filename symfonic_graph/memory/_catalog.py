@@ -225,9 +225,10 @@ class Compiler:
             if (held is None or held.condition != trigger.condition or held.task != trigger.task
                     or held.kind != trigger.kind or held.on_tool != trigger.on_tool
                     or held.same_args != trigger.same_args or held.where != trigger.where
-                    or held.once != trigger.once):
+                    or held.once != trigger.once or held.similarity != trigger.similarity):
                 held = PendingTrigger(trigger.id, shared(trigger.condition), shared(trigger.task), shared(trigger.kind),
-                                      trigger.on_tool, trigger.same_args, trigger.where, trigger.once)
+                                      trigger.on_tool, trigger.same_args, trigger.where, trigger.once,
+                                      trigger.similarity)
                 self._triggers[trigger.id] = held
             out.append(held)
         return tuple(out)

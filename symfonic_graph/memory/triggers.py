@@ -100,6 +100,7 @@ class PendingTrigger:
     same_args: str | None = None
     where: str | None = None
     once: bool = False
+    similarity: float | None = None  # a semantic trigger's cosine with the turn's embedding
 
 
 @runtime_checkable
@@ -193,7 +194,8 @@ class GraphPendingTriggers:
         """The triggers ``scope`` may be offered now, oldest first (at most ``max_triggers``)."""
         offerable = (await self._layer.get_pending(scope, limit=self.max_triggers) if embedding is None
                      else await self._layer.get_pending(scope, limit=self.max_triggers, embedding=embedding))
-        return [PendingTrigger(t.id, t.condition, t.task, t.kind, t.on_tool, t.same_args, t.where, t.once)
+        return [PendingTrigger(t.id, t.condition, t.task, t.kind, t.on_tool, t.same_args, t.where, t.once,
+                               t.similarity)
                 for t in keep_visible(scope, offerable, "trigger")]
 
 

@@ -246,6 +246,8 @@ class Trigger(_Record):
     """An event trigger's CEL expression over the call's ``result`` and ``call`` (its arguments)."""
     once: bool = False
     """Acknowledged when first offered."""
+    similarity: float | None = None
+    """A semantic trigger's cosine with the turn's embedding, on the reads that scored it (None elsewhere)."""
 
 
 class Fact(_Record):

@@ -97,6 +97,13 @@ async def test_the_similarity_floor_is_the_wirings(store: GraphMemoryStore, tena
     assert (await TurnMemory(store, coalesce_window=None).begin(scope, embedding=vector)).triggers == ()
     loose = await TurnMemory(store, coalesce_window=None, similarity=0.7).begin(scope, embedding=vector)
     assert [t.task for t in loose.triggers] == [TASK]
+    assert loose.triggers[0].similarity == pytest.approx(0.707, abs=0.01)  # the cosine, not Neo4j's score
+    # how to calibrate: every semantic trigger of the scope, with its cosine with a phrase of yours
+    [scored] = await ProspectiveLayer(store).get_offerable(scope, vector=embeddings.embed_query("invoice"),
+                                                           similarity=-1.0)
+    assert scored.similarity == pytest.approx(0.707, abs=0.01)
+    [unscored] = await ProspectiveLayer(store).get_pending(scope)
+    assert unscored.similarity is None
     with pytest.raises(ValidationError, match=r"^similarity: must be a cosine similarity"):
         TurnMemory(store, similarity=1.5)
 
