@@ -47,7 +47,8 @@ def instant(field: str, value: object) -> datetime:
     if not isinstance(value, datetime):
         raise ValidationError(field, f"must be an aware datetime or epoch seconds, got {type(value).__name__}")
     if value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError(field, "must be timezone-aware (a naive datetime has no instant)")
+        raise ValidationError(field, "must be timezone-aware (a naive datetime has no instant): add an offset, "
+                                     "e.g. 2031-06-01T09:00+02:00 or 2031-06-01T09:00Z")
     return value.astimezone(UTC)
 
 

@@ -293,8 +293,12 @@ class TriggerInput(WriteInput):
     @field_validator("condition", mode="plain")
     @classmethod
     def _condition(cls, value: object, info: ValidationInfo) -> str:
-        if info.data.get("kind", "text") not in ("text", "semantic") and value is None:
+        kind = info.data.get("kind", "text")
+        if kind not in ("text", "semantic") and value is None:
             return ""  # a time or event trigger needs no condition
+        if kind == "semantic" and value is None:
+            raise ValidationError("condition", "a semantic trigger needs its condition: the text its embedding "
+                                               "is of (on the command line, --condition)")
         return v.text("condition", value)
 
     @field_validator("task", mode="plain")
@@ -348,7 +352,8 @@ class TriggerInput(WriteInput):
     def _sizes(self) -> Self:
         if self.kind == "semantic" and self.embedding is None:
             raise ValidationError("embedding", "a semantic trigger needs the embedding of its condition: give "
-                                               "embedding, or write it with ProspectiveLayer(store, embeddings=...)")
+                                               "`embedding` (on the command line, --embedding '[...]'), or "
+                                               "write it with ProspectiveLayer(store, embeddings=...)")
         if self.kind != "semantic" and self.embedding is not None:
             raise ValidationError("embedding", f'only a semantic trigger has an embedding (kind "semantic", '
                                                f"not {self.kind!r})")

@@ -23,7 +23,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 from bench._embeddings import TopicEmbeddings
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProspectiveLayer, TurnMemory
-from symfonic_graph.errors import ValidationError
+from symfonic_graph.errors import NotFoundError, ValidationError
 from symfonic_graph.langchain import MemoryMiddleware
 from symfonic_graph.langgraph import build_agent_graph
 from symfonic_graph.ops.seedfile import load_seed_file
@@ -186,7 +186,7 @@ async def test_bad_semantic_input_names_the_field_and_writes_nothing(store: Grap
         ({"kind": "semantic", "condition": TRAVEL, "embedding": [0, 0]}, "embedding: is all zeros"),
         ({"kind": "semantic", "condition": TRAVEL, "embedding": [1.0, "x"]}, r"embedding\[1\]: must be a number"),
         ({"condition": TRAVEL, "kind": "text", "embedding": [1.0]}, "embedding: only a semantic trigger"),
-        ({"kind": "semantic", "embedding": [1.0]}, "condition: must be a string"),
+        ({"kind": "semantic", "embedding": [1.0]}, "condition: a semantic trigger needs its condition"),
     ]:
         with pytest.raises(ValidationError, match="^" + message):
             await bare.set_trigger(scope, task="x", **fields)
@@ -198,6 +198,10 @@ async def test_bad_semantic_input_names_the_field_and_writes_nothing(store: Grap
     # given its embedding, the layer needs no model (kind "semantic" by default)
     await bare.set_trigger(scope, condition=TRAVEL, task=TASK, embedding=TopicEmbeddings().embed_query(TRAVEL))
     assert [t.kind for t in await bare.get_pending(scope)] == ["semantic"]
+    # an end user's trigger looked up tenant-wide: the error says where it could be
+    theirs = await bare.set_trigger(MemoryScope(tenant, "u9"), condition=TRAVEL, task=TASK, embedding=[1.0, 0.0])
+    with pytest.raises(NotFoundError, match=r"found only with their namespace \(--namespace\)"):
+        await bare.cancel_trigger(scope, theirs)
 
 
 async def test_the_middleware_shows_a_semantic_reminder_to_the_model(store: GraphMemoryStore, tenant: str) -> None:

@@ -309,8 +309,11 @@ def one_trigger(scope: MemoryScope, ref: str) -> Check:
 
     def check(rows: list[dict[str, Any]]) -> None:
         if not rows:
+            hint = ("an end user's trigger is found only with their namespace (--namespace), "
+                    if scope.namespace is None else "")
             raise NotFoundError(f"no trigger with id or identifier {ref!r} visible in {describe_scope(scope)}; "
-                                "check the id and the scope (`symfonic-graph triggers list` shows both)")
+                                f"check the id and the scope ({hint}`symfonic-graph triggers list --tenant T "
+                                "[--namespace N]` lists a scope's triggers with their ids)")
         owned([next((r for r in rows if r.get("owned")), rows[0])])
         if rows[0]["candidates"] > 1:
             ids = ", ".join(str(r["id"]) for r in rows if r.get("owned"))
