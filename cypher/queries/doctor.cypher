@@ -333,6 +333,25 @@ WHERE visible > $max_triggers AND (namespace IS NULL OR wide <= $max_triggers)
 RETURN tenant_id, namespace, wide, visible
 ORDER BY tenant_id, namespace;
 
+// name: doctor_embedding_lengths
+// params: tenant_id
+// returns: tenant_id, lengths
+// mode: read
+// Tenants whose pending semantic triggers hold embeddings of more than one
+// length: a turn's embedding is compared only with embeddings of its own
+// length, so the others are never offered (two models, or a model changed
+// without re-embedding). `lengths` maps each length to how many triggers.
+// include: doctor_tenant_triggers
+WITH t
+WHERE valueType(t.tenant_id) STARTS WITH 'STRING' AND t.status = 'pending' AND t.kind = 'semantic'
+  AND valueType(t.embedding) STARTS WITH 'LIST'
+WITH t.tenant_id AS tenant_id, size(t.embedding) AS length, count(*) AS triggers
+ORDER BY tenant_id, triggers DESC, length
+WITH tenant_id, collect({length: length, triggers: triggers}) AS lengths
+WHERE size(lengths) > 1
+RETURN tenant_id, lengths
+ORDER BY tenant_id;
+
 // name: doctor_copied_ids
 // params: tenant_id, after, limit
 // returns: element_id, label, node, holders

@@ -368,6 +368,18 @@ async def _cap_findings(store: GraphMemoryStore, tenant_id: str | None, max_trig
     return findings
 
 
+async def _embedding_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
+    findings = []
+    for row in await store.read("doctor_embedding_lengths", tenant_id=tenant_id):
+        counts = ", ".join(f"{g['triggers']} of length {g['length']}" for g in row["lengths"])
+        findings.append(Finding(
+            "embedding_lengths", "Tenant", f"tenant {row['tenant_id']!r}",
+            f"pending semantic triggers hold embeddings of several lengths ({counts}); a turn's embedding meets "
+            "only those of its own length, the others are never offered: re-embed them with the model the "
+            "wiring uses (ProspectiveLayer(store, embeddings=...))", row["tenant_id"]))
+    return findings
+
+
 async def _copied_id_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:
     findings = []
     async for row in _pages(store, "doctor_copied_ids", tenant_id=tenant_id):
@@ -475,6 +487,7 @@ async def diagnose(
     findings.extend(await _recurrence_findings(store, tenant_id))
     findings.extend(await _where_findings(store, tenant_id))
     findings.extend(await _cap_findings(store, tenant_id, max_triggers))
+    findings.extend(await _embedding_findings(store, tenant_id))
     findings.extend(await _copied_id_findings(store, tenant_id))
     findings.extend(await _catalog_bound_findings(store, tenant_id))
     findings.extend(await _budget_findings(store, tenant_id))

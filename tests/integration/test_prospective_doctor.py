@@ -52,7 +52,10 @@ async def test_doctor_names_what_a_turn_would_never_offer(store: GraphMemoryStor
                                      id=stale, database_=store.database)
     bad[stale] = "its offer key differs from its due_at"
 
+    await layer.set_trigger(MemoryScope(tenant, "u2"), condition="c", task="Other model.", embedding=[0.6, 0.8, 0.0])
     findings = await diagnose(store, tenant)
+    [lengths] = [f for f in findings if f.check == "embedding_lengths"]
+    assert "1 of length 3" in lengths.problem and "of length 2" in lengths.problem, lengths.problem
     found = {(f.node, f.problem) for f in findings}
     for node, problem in bad.items():
         assert any(n == node and problem in p for n, p in found), (node, problem, found)
