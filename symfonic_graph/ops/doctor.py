@@ -217,9 +217,12 @@ def shape_findings(row: dict[str, Any]) -> Iterator[Finding]:
                           "file (or the library call) instead", *scope)
         elif digest is not None and graph_digest(skill_row) != digest:
             yield Finding("hand_edits", "Skill", node,
-                          "differs from what the library last wrote (its symfonic_rev): edited by hand since; the "
-                          "edit applies now, and the next library seed of this skill reverts it; make the change "
-                          "in the seed file (or the library call) instead", *scope)
+                          "differs from what the library last wrote (its symfonic_rev): edited by hand since; "
+                          "turns enforce the edit once the tenant's catalog version is bumped after it "
+                          "(`cypher run` bumps it; by hand: MATCH (c:SymfonicCatalog {tenant_id: ...}) SET "
+                          "c.version = c.version + 1), or within TurnMemory's recheck_every (300 s) if it was not, "
+                          "and the next library seed of this skill reverts it; make the change in the seed file "
+                          "(or the library call) instead", *scope)
 
 
 async def _identifier_findings(store: GraphMemoryStore, tenant_id: str | None) -> list[Finding]:

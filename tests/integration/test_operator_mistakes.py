@@ -233,6 +233,7 @@ async def test_seed_says_it_reverted_a_hand_edit(
     assert "unchanged" in _seed(neo4j_settings, tmp_path, tenant).stdout
     edited = _run(neo4j_settings, tmp_path, tenant, f"{_REFUND} SET s.context = 'edited by hand';\n")
     assert "[hand_edits]" in edited.stdout and "bumped the catalog version" in edited.stdout, edited.stdout
+    assert "once the tenant's catalog version is bumped after it" in edited.stdout, edited.stdout
     again = _seed(neo4j_settings, tmp_path, tenant)
     assert "0 updated, 0 unchanged, 1 reverted a hand edit" in again.stdout, again.stdout
     assert not [f for f in await diagnose(store, tenant) if f.check == "hand_edits"]
