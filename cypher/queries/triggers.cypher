@@ -184,8 +184,9 @@ CALL (sc, published) {
   // hold (the scope's tenant and namespace among them). Neo4j 5's index
   // search cannot filter by tenant, so the read checks it left nothing out:
   // when every hit scores at least the floor, other tenants' or resolved
-  // triggers may have pushed some of the scope's own beyond `semantic_k`,
-  // and the scope is scored exactly instead. Whether a trigger is offered
+  // triggers may have pushed some of the scope's own beyond `semantic_k`;
+  // it asks again for ten times as many, and if those too all reach the
+  // floor, the scope is scored exactly instead. Whether a trigger is offered
   // never depends on another tenant's triggers; only the cost of the rare
   // exact read of a big scope does, and only on the scope's own count
   // (trigger_similarity scores it; the index holds only vectors it can
@@ -202,11 +203,22 @@ CALL (sc, published) {
   CALL (sc, held) {
     WITH sc WHERE held > sc.semantic_exact
     CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k, sc.vector) YIELD node, score
-    RETURN collect({t: node, score: score}) AS hits
+    RETURN collect({t: node, score: score}) AS first
   }
-  WITH sc, published, keys, hits,
+  WITH sc, published, keys, held, first,
        held > sc.semantic_exact
-       AND (size(hits) < sc.semantic_k OR any(h IN hits WHERE h.score < sc.similarity_floor)) AS complete
+       AND (size(first) < sc.semantic_k OR any(h IN first WHERE h.score < sc.similarity_floor)) AS first_complete
+  // A full first answer: ask again for ten times as many before scoring the
+  // scope exactly (crowding by more than that many is what costs the exact read).
+  CALL (sc, held, first_complete) {
+    WITH sc WHERE held > sc.semantic_exact AND NOT first_complete
+    CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k * 10, sc.vector) YIELD node, score
+    RETURN collect({t: node, score: score}) AS wider
+  }
+  WITH sc, published, keys, CASE WHEN first_complete THEN first ELSE wider END AS hits,
+       first_complete OR (held > sc.semantic_exact AND (size(wider) < sc.semantic_k * 10
+                                                        OR any(h IN wider WHERE h.score < sc.similarity_floor)))
+       AS complete
   CALL (sc, published, keys, hits, complete) {
     UNWIND CASE WHEN complete THEN hits ELSE [] END AS hit
     RETURN hit.t AS t, hit.score AS similarity
