@@ -171,6 +171,8 @@ class History:
     results: tuple[CallResult, ...] = ()
     user_turn: int = 0
     """How many user messages came before that point."""
+    _memo: Any = dataclass_field(default=None, init=False, repr=False, compare=False)
+    """What the rules asked of this history before (``called``, ``positions``): answered once per history."""
 
     @classmethod
     def of_names(cls, names: Iterable[str]) -> History:
@@ -192,7 +194,36 @@ class History:
 
     def called(self, *, count_failed: bool) -> frozenset[str]:
         """The tools with a result (failed ones only with ``count_failed``)."""
-        return frozenset(r.name for r in self.results if count_failed or not r.failed)
+        memo = self._asked()
+        key = "called+failed" if count_failed else "called"
+        found: frozenset[str] | None = memo.get(key)
+        if found is None:
+            found = memo[key] = frozenset(r.name for r in self.results if count_failed or not r.failed)
+        return found
+
+    def positions(self, name: object) -> tuple[int, ...]:
+        """The indexes in ``results`` of the calls of ``name``, in order (the rules scan only those).
+
+        Example:
+            >>> History.of_names(["auth", "deploy", "auth"]).positions("auth")
+            (0, 2)
+        """
+        memo = self._asked()
+        index: dict[str, tuple[int, ...]] | None = memo.get("positions")
+        if index is None:
+            built: dict[str, list[int]] = {}
+            for position, result in enumerate(self.results):
+                if isinstance(result.name, str):  # a tool is named by a string; nothing else matches one
+                    built.setdefault(result.name, []).append(position)
+            index = memo["positions"] = {tool: tuple(each) for tool, each in built.items()}
+        return index.get(name, ()) if isinstance(name, str) else ()
+
+    def _asked(self) -> dict[str, Any]:
+        memo: dict[str, Any] | None = self._memo
+        if memo is None:
+            memo = {}
+            object.__setattr__(self, "_memo", memo)
+        return memo
 
 
 class Conversation:

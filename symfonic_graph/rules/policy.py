@@ -26,10 +26,11 @@ Example:
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, overload
 
 from symfonic_graph.rules.events import CallResult, History
 from symfonic_graph.rules.preconditions import same_arguments
@@ -64,19 +65,44 @@ def utc_now() -> datetime:
 class Bindings:
     """What the expressions of one decision read besides ``args``: the state and the clock (converted once)."""
 
-    __slots__ = ("_args", "_state", "now", "raw_state")
+    __slots__ = ("_args", "_scopes", "_state", "now", "raw_state")
 
     def __init__(self, state: object, now: datetime) -> None:
         self.raw_state = state
         self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         self._state: Any = None
         self._args: tuple[object, Any] = (None, None)
+        self._scopes: dict[Reads, Scope] = {}
 
     def args(self, args: object) -> Any:
         """``args`` as expressions read them (converted once per call, however many rules read them)."""
         if self._args[0] is not args:
             self._args = (args, bindable(args) if isinstance(args, Mapping) else {})
+            self._scopes = {}
         return self._args[1]
+
+    def scope(self, expression: Expression, args: object) -> Scope:
+        """A scope holding what ``expression`` reads of ``args``, the state and the clock (bound once per call:
+        binding a value costs about a microsecond per field, evaluating in a bound scope well under one)."""
+        if "args" in expression.names:
+            self.args(args)  # a new ``args`` forgets the scopes
+        reads = _reads(expression)
+        scope = self._scopes.get(reads)
+        if scope is None:
+            scope = self._scopes[reads] = Scope(self.values(reads, args))
+        return scope
+
+    def values(self, reads: Reads, args: object) -> dict[str, Any]:
+        """The values of ``args``, ``now`` and ``state`` an expression reads (``reads``: see ``_reads``)."""
+        names, of_args, of_state = reads
+        out: dict[str, Any] = {}
+        if "args" in names:
+            out["args"] = _part(self.args(args), of_args)
+        if "now" in names:
+            out["now"] = self.now
+        if "state" in names:
+            out["state"] = _part(self.state, of_state)
+        return out
 
     @property
     def state(self) -> Any:
@@ -86,21 +112,69 @@ class Bindings:
         return self._state
 
 
+Reads = tuple[frozenset[str], tuple[str, ...] | None, tuple[str, ...] | None]
+"""Which of ``args``, ``now`` and ``state`` an expression reads, and the only fields it selects of ``args`` and of
+``state`` (None: it may read the whole value)."""
+
+_READS: dict[str, Reads] = {}
+_STRING = re.compile(r'"[^"\n]*"|\'[^\'\n]*\'')
+
+
+def _reads(expression: Expression) -> Reads:
+    """What ``expression`` reads of the call's values (worked out once per text)."""
+    found = _READS.get(expression.text)
+    if found is None:
+        names = expression.names & _CALL_NAMES
+        found = (names, _fields(expression.text, "args") if "args" in names else None,
+                 _fields(expression.text, "state") if "state" in names else None)
+        if len(_READS) >= 4096:
+            _READS.clear()
+        _READS[expression.text] = found
+    return found
+
+
+def _fields(text: str, name: str) -> tuple[str, ...] | None:
+    """The fields ``text`` selects of the variable ``name`` when every use of it is ``name.field`` (then binding
+    only those fields is the same to the expression); None when it may use the variable otherwise.
+
+    Example:
+        >>> _fields('args.amount <= 500 && args.currency == "args"', "args")
+        ('amount', 'currency')
+        >>> _fields("size(args) > 1", "args") is None, _fields("args.all(k, k != 'x')", "args") is None
+        (True, True)
+    """
+    if "\\" in text or "'''" in text or '"""' in text:
+        return None  # escapes and long strings: not worth reading here
+    code = _STRING.sub('""', text)
+    fields: list[str] = []
+    for match in re.finditer(rf"(?<!\w){name}(?!\w)", code):
+        selected = _SELECT.match(code, match.end())
+        if selected is None or code[match.start() - 1:match.start()] == ".":  # ``.args``: the variable, or a field
+            return None
+        if selected.group(1) not in fields:
+            fields.append(selected.group(1))
+    return tuple(fields)
+
+
+_SELECT = re.compile(r"\.([A-Za-z_][A-Za-z0-9_]*)(?![\w(])(?!\s*\()")
+
+
+def _part(value: Any, fields: tuple[str, ...] | None) -> Any:
+    return value if fields is None else {f: value[f] for f in fields if f in value}
+
+
 def _vars(expression: Expression, bindings: Bindings, args: object, result: CallResult | None) -> dict[str, Any]:
+    out = bindings.values(_reads(expression), args)
     names = expression.names
-    out: dict[str, Any] = {}
-    if "args" in names:
-        out["args"] = bindings.args(args)
-    if "now" in names:
-        out["now"] = bindings.now
-    if "state" in names:
-        out["state"] = bindings.state
     if result is not None:
         if "result" in names:
             out["result"] = bindable(result.content)
         if "call" in names:
             out["call"] = bindable(result.args) if isinstance(result.args, Mapping) else {}
     return out
+
+
+_CALL_NAMES = frozenset({"args", "now", "state"})  # what an expression reads besides an earlier call
 
 
 def _scope(result: CallResult) -> Scope:
@@ -117,7 +191,7 @@ def _holds(expression: Expression, bindings: Bindings, args: object, result: Cal
     """True or False, or why it could not be evaluated."""
     try:
         if result is None:
-            return evaluate_bool(expression, _vars(expression, bindings, args, None))
+            return evaluate_bool(expression, {}, bindings.scope(expression, args))
         return evaluate_bool(expression, _vars(expression, bindings, args, None), _scope(result))
     except ExpressionError as exc:
         return str(exc)
@@ -144,6 +218,40 @@ def _pairs_match(pairs: Sequence[tuple[str, str]], args: Mapping[str, Any] | Non
 _PLAIN = frozenset({str, int, bool})  # equal as JSON values iff equal in Python
 
 
+_EXPRESSIONS: dict[str, Expression] = {}  # a rule's ``where`` -> its compiled form (a lookup without a lock)
+
+
+@overload
+def _expression(entry: CheckPrecondition) -> Expression: ...
+@overload
+def _expression(entry: FactPrecondition) -> Expression | None: ...
+def _expression(entry: FactPrecondition | CheckPrecondition) -> Expression | None:
+    """``entry.expression``: compiled (or refused, raising) the first time its text is seen, then looked up."""
+    text = entry.where
+    found = None if text is None else _EXPRESSIONS.get(text)
+    if found is not None or text is None:
+        return found
+    expression = entry.expression
+    if expression is not None:
+        if len(_EXPRESSIONS) >= 4096:
+            _EXPRESSIONS.clear()
+        _EXPRESSIONS[text] = expression
+    return expression
+
+
+_BARE: dict[str, str | None] = {}  # a rule's tool reference -> its bare name (a regex match saved per decision)
+
+
+def _bare(tool: str) -> str | None:
+    try:
+        return _BARE[tool]
+    except KeyError:
+        if len(_BARE) >= 4096:
+            _BARE.clear()
+        name = _BARE[tool] = bare_identifier(tool)
+        return name
+
+
 def _voided(entry: FactPrecondition, index: int, results: Sequence[CallResult]) -> bool:
     """A later successful call of a ``voided_by`` tool cancels the call at ``index`` (same ``same_args`` values)."""
     earlier = results[index]
@@ -160,12 +268,13 @@ def _voided(entry: FactPrecondition, index: int, results: Sequence[CallResult]) 
 
 def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History) -> list[CallResult]:
     """The earlier successful calls of the fact's tool it may be met by (window, ``same_args``, voids, ``latest``)."""
-    name = bare_identifier(entry.tool)
+    name = _bare(entry.tool)
     results = history.results
+    positions = history.positions(name)
     if entry.latest:  # the most recent call that matches: walk back, stop at the first
-        for index in range(len(results) - 1, -1, -1):
+        for index in reversed(positions):
             result = results[index]
-            if result.name != name or result.failed:
+            if result.failed:
                 continue
             if entry.within == "user_turn" and result.user_turn < history.user_turn:
                 break
@@ -174,8 +283,9 @@ def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, his
             return [] if entry.voided_by and _voided(entry, index, results) else [result]
         return []
     found: list[CallResult] = []
-    for index, result in enumerate(results):
-        if result.name != name or result.failed:
+    for index in positions:
+        result = results[index]
+        if result.failed:
             continue
         if entry.within == "user_turn" and result.user_turn < history.user_turn:
             continue
@@ -193,7 +303,7 @@ def fact_outcome(entry: FactPrecondition, args: Mapping[str, Any] | None, histor
     candidates = fact_candidates(entry, args, history)
     if not candidates:
         return Outcome("missing", fact_phrase(entry))
-    expression = entry.expression
+    expression = _expression(entry)
     if expression is None:
         return MET
     why: str | None = None
@@ -211,7 +321,7 @@ def fact_outcome(entry: FactPrecondition, args: Mapping[str, Any] | None, histor
 
 def check_outcome(entry: CheckPrecondition, args: Mapping[str, Any] | None, bindings: Bindings) -> Outcome:
     """Whether the check's expression holds over the action's arguments, the state and the clock."""
-    held = _holds(entry.expression, bindings, args, None)
+    held = _holds(_expression(entry), bindings, args, None)
     if held is True:
         return MET
     if held is False:
@@ -220,12 +330,14 @@ def check_outcome(entry: CheckPrecondition, args: Mapping[str, Any] | None, bind
 
 
 def any_outcome(entry: AnyPrecondition, args: Mapping[str, Any] | None, history: History, bindings: Bindings,
-                *, count_failed: bool = False, action: str | None = None) -> Outcome:
+                *, count_failed: bool = False, action: str | None = None,
+                known: tuple[tuple[str, ...], tuple[str | None, ...]] | None = None) -> Outcome:
     """One alternative holds; else missing when a further call could still meet one, else refused or error.
 
     A missing call is never the ``action`` itself (a fact over earlier runs of the action cannot be met by
     calling it first): such an alternative counts as refused, with its message. When a further call can
     still meet the group, the block names it and says why the alternatives already tried do not hold.
+    ``known``: the group's names and its alternatives' problems, when the caller keeps them (a compiled rule).
 
     Example:
         >>> from datetime import datetime, timezone
@@ -239,13 +351,13 @@ def any_outcome(entry: AnyPrecondition, args: Mapping[str, Any] | None, history:
     missing: list[str] = []
     refused: list[str] = []
     errors: list[str] = []
+    names, problems = known or (entry.names, tuple(a.blocking() for a in entry.alternatives))
     called = history.called(count_failed=count_failed)
-    for name in entry.names:
+    for name in names:
         if name in called:
             return MET
         missing.append(name)
-    for alternative in entry.alternatives:
-        problem = alternative.blocking()
+    for alternative, problem in zip(entry.alternatives, problems, strict=True):
         if problem is not None:
             errors.append(f"a misconfigured alternative ({problem})")
             continue
@@ -280,7 +392,8 @@ def limit_outcome(entry: LimitPrecondition, tool: str, args: Mapping[str, Any] |
     A ``namespace`` or ``tenant`` limit is counted in the store (``TurnMemory`` reserves a slot); decided
     here (replay, ``explain``) it counts the conversation only.
     """
-    runs: list[Mapping[str, Any] | None] = [r.args for r in history.results if r.name == tool and not r.failed]
+    results = history.results
+    runs: list[Mapping[str, Any] | None] = [results[i].args for i in history.positions(tool) if not results[i].failed]
     runs.extend(in_flight)
     message = entry.message
     if entry.max_calls is not None and len(runs) + 1 > entry.max_calls:

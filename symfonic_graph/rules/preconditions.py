@@ -45,7 +45,6 @@ from symfonic_graph.shape.models import guarded_tool, skill_of
 from symfonic_graph.shape.records import (
     KINDS,
     STATE_OPS,
-    AnyPrecondition,
     Precondition,
     StatePrecondition,
     ToolPrecondition,
@@ -529,6 +528,7 @@ def json_key(value: object) -> str | None:
         return None
 
 
+_PLAIN: Final = frozenset({str, int, bool})  # two values of one of these types: equal as JSON iff equal
 
 
 def same_arguments(names: Sequence[str], action: Mapping[str, Any] | None, earlier: Mapping[str, Any] | None) -> bool:
@@ -549,18 +549,24 @@ def same_arguments(names: Sequence[str], action: Mapping[str, Any] | None, earli
     for name in names:
         if name not in action or name not in earlier:
             return False
-        ours, theirs = json_key(action[name]), json_key(earlier[name])
-        if ours is None or ours != theirs:
+        ours, theirs = action[name], earlier[name]
+        if type(ours) is not type(theirs) or type(ours) not in _PLAIN:
+            ours, theirs = json_key(ours), json_key(theirs)
+            if ours is None:
+                return False
+        if ours != theirs:
             return False
     return True
 
 
 def tool_requirement_met(
-    entry: ToolPrecondition, args: Mapping[str, Any] | None, history: History, *, count_failed: bool = False
+    entry: ToolPrecondition, args: Mapping[str, Any] | None, history: History, *, count_failed: bool = False,
+    name: str | None = None,
 ) -> tuple[bool, bool]:
     """Whether an earlier call satisfies ``entry`` for an action called with ``args``.
 
     Returns ``(met, failed)``: ``failed`` is True when the only matching calls failed.
+    ``name`` is ``entry.name`` when the caller already knows it (a compiled rule keeps it).
 
     Example:
         >>> from symfonic_graph.rules.events import CallResult
@@ -570,14 +576,13 @@ def tool_requirement_met(
         >>> tool_requirement_met(ToolPrecondition(tool="verify"), {}, history, count_failed=True)
         (True, False)
     """
-    name = entry.name
-    failed = False
-    for result in history.results:
-        if result.name != name:
+    failed, results, same = False, history.results, entry.same_args
+    this_turn = entry.within == "user_turn"
+    for position in history.positions(entry.name if name is None else name):
+        result = results[position]
+        if this_turn and result.user_turn < history.user_turn:
             continue
-        if entry.within == "user_turn" and result.user_turn < history.user_turn:
-            continue
-        if entry.same_args and not same_arguments(entry.same_args, args, result.args):
+        if same and not same_arguments(same, args, result.args):
             continue
         if result.failed and not count_failed:
             failed = True
@@ -585,16 +590,3 @@ def tool_requirement_met(
         return True, False
     return False, failed
 
-
-def any_requirement_met(
-    entry: AnyPrecondition, history: History, *, count_failed: bool = False
-) -> tuple[bool, tuple[str, ...]]:
-    """Whether any tool of the group was called; and the group's tools whose calls all failed."""
-    failed: list[str] = []
-    for name in entry.names:
-        met, only_failed = tool_requirement_met(ToolPrecondition(tool=name), None, history, count_failed=count_failed)
-        if met:
-            return True, ()
-        if only_failed:
-            failed.append(name)
-    return False, tuple(failed)

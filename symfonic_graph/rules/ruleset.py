@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, overload
 
 from symfonic_graph.rules.events import History
@@ -39,7 +39,6 @@ from symfonic_graph.rules.policy import (
 from symfonic_graph.rules.preconditions import (
     CONDITIONS,
     DroppedSkill,
-    any_requirement_met,
     condition_failure,
     resolve_path,
     shown,
@@ -176,6 +175,10 @@ class Rule:
     shadow: bool = False
     problems: tuple[str, ...] = ()
     identifier: str | None = None
+    _plan: tuple[tuple[str, ...], tuple[Any, ...], SkillCheck] | None = field(
+        default=None, init=False, repr=False, compare=False)
+    """Made on first check: each requirement's phrase; what a decision needs of it that never changes (a tool
+    entry's bare name; an any-of's names and its alternatives' problems); the check when every one is met."""
 
     @property
     def key(self) -> str:
@@ -223,13 +226,15 @@ class Rule:
         refused: list[str] = []
         errors: list[str] = []
         counted: list[tuple[str, LimitPrecondition, float]] = []
+        phrases, known, passed = self._plan or self._planned()
         for position, entry in enumerate(self.requirements):
             if isinstance(entry, ToolPrecondition):
-                met, only_failed = tool_requirement_met(entry, args, history, count_failed=count_failed)
+                met, only_failed = tool_requirement_met(entry, args, history, count_failed=count_failed,
+                                                        name=known[position])
                 if only_failed:
                     failed.append(entry.tool)
             elif isinstance(entry, AnyPrecondition) and not entry.alternatives:
-                met, failed_tools = any_requirement_met(entry, history, count_failed=count_failed)
+                met, failed_tools = _any_met(known[position][0], history, count_failed)
                 failed.extend(failed_tools)
             elif isinstance(entry, UnreadablePrecondition):
                 met = False
@@ -253,7 +258,7 @@ class Rule:
                             counted.append((f"{self.key}#{position}", entry, amount))
                 else:
                     outcome = any_outcome(entry, args, history, bindings, count_failed=count_failed,
-                                          action=self.action_tool)
+                                          action=self.action_tool, known=known[position])
                 met = outcome.status == "met"
                 if outcome.status == "missing":
                     missing.append(outcome.detail)
@@ -265,10 +270,36 @@ class Rule:
                                 outcome.detail)
                 continue
             if not met:
-                missing.append(requirement_phrase(entry))
-        return SkillCheck(self.label, self.skill_id, tuple(requirement_phrase(e) for e in self.requirements),
-                          tuple(missing), tuple(failed), tuple(unreadable), self.shadow, tuple(refused),
-                          tuple(errors), tuple(counted))
+                missing.append(phrases[position])
+        if not (missing or failed or unreadable or refused or errors or counted):
+            return passed  # the same (immutable) check each time
+        return SkillCheck(self.label, self.skill_id, phrases, tuple(missing), tuple(failed), tuple(unreadable),
+                          self.shadow, tuple(refused), tuple(errors), tuple(counted))
+
+    def _planned(self) -> tuple[tuple[str, ...], tuple[Any, ...], SkillCheck]:
+        phrases = tuple(requirement_phrase(e) for e in self.requirements)
+        known = tuple(e.name if isinstance(e, ToolPrecondition) else (
+            (e.names, tuple(a.blocking() for a in e.alternatives)) if isinstance(e, AnyPrecondition) else None)
+            for e in self.requirements)
+        plan = (phrases, known, SkillCheck(self.label, self.skill_id, phrases, (), shadow=self.shadow))
+        object.__setattr__(self, "_plan", plan)
+        return plan
+
+
+def _any_met(names: Sequence[str], history: History, count_failed: bool) -> tuple[bool, tuple[str, ...]]:
+    """Whether any of the group's tools was called; and those whose calls all failed."""
+    failed: list[str] = []
+    results = history.results
+    for name in names:
+        only_failed = False
+        for position in history.positions(name):
+            if results[position].failed and not count_failed:
+                only_failed = True
+                continue
+            return True, ()
+        if only_failed:
+            failed.append(name)
+    return False, tuple(failed)
 
 
 def _compiled(entries: Iterable[Any], action: str | None) -> tuple[tuple[Requirement, ...], tuple[Any, ...]]:
