@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from itertools import chain
 from typing import Any, Literal, overload
 
 from symfonic_graph.rules.events import CallResult, History
@@ -266,48 +267,42 @@ def _voided(entry: FactPrecondition, index: int, results: Sequence[CallResult]) 
     return False
 
 
-def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History) -> list[CallResult]:
-    """The earlier successful calls of the fact's tool it may be met by (window, ``same_args``, voids, ``latest``)."""
-    name = _bare(entry.tool)
+def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History) -> Iterator[CallResult]:
+    """The earlier successful calls of the fact's tool it may be met by (window, ``same_args``, voids, ``latest``),
+    newest first, found one at a time (a fact met by its newest call reads no older one)."""
     results = history.results
-    positions = history.positions(name)
-    if entry.latest:  # the most recent call that matches: walk back, stop at the first
-        for index in reversed(positions):
-            result = results[index]
-            if result.failed:
-                continue
-            if entry.within == "user_turn" and result.user_turn < history.user_turn:
-                break
-            if not _pairs_match(entry.same_args, args, result.args):
-                continue
-            return [] if entry.voided_by and _voided(entry, index, results) else [result]
-        return []
-    found: list[CallResult] = []
-    for index in positions:
+    latest, same, this_turn = entry.latest, entry.same_args, entry.within == "user_turn"
+    for index in reversed(history.positions(_bare(entry.tool))):
         result = results[index]
         if result.failed:
             continue
-        if entry.within == "user_turn" and result.user_turn < history.user_turn:
+        if this_turn and result.user_turn < history.user_turn:
+            if latest:
+                return
             continue
-        if not _pairs_match(entry.same_args, args, result.args):
+        if not _pairs_match(same, args, result.args):
             continue
         if entry.voided_by and _voided(entry, index, results):
+            if latest:
+                return
             continue
-        found.append(result)
-    return found
+        yield result
+        if latest:  # only the most recent call that matches
+            return
 
 
 def fact_outcome(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History,
                  bindings: Bindings) -> Outcome:
     """Whether an earlier successful call of the fact's tool satisfies it."""
     candidates = fact_candidates(entry, args, history)
-    if not candidates:
+    newest = next(candidates, None)
+    if newest is None:
         return Outcome("missing", fact_phrase(entry))
     expression = _expression(entry)
     if expression is None:
         return MET
     why: str | None = None
-    for result in reversed(candidates):
+    for result in chain((newest,), candidates):
         held = _holds(expression, bindings, args, result)
         if held is True:
             return MET

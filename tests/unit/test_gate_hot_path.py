@@ -4,6 +4,7 @@
   and ``called`` once per history.
 * A compiled rule keeps what never changes (phrases, bare names, a satisfied
   check): the same check object when every requirement is met.
+* A fact met by its newest call reads no older one.
 * A decision binds ``args`` once for all the checks that read it, and only the
   fields they select when that is all they do with it; whatever they read,
   each outcome (and each error text) is the one a full binding gives.
@@ -20,10 +21,10 @@ from hypothesis import strategies as st
 
 from symfonic_graph.rules import policy
 from symfonic_graph.rules.events import CallResult, History
-from symfonic_graph.rules.policy import Bindings, check_outcome
+from symfonic_graph.rules.policy import Bindings, check_outcome, fact_outcome
 from symfonic_graph.rules.ruleset import RuleSet
 from symfonic_graph.shape.expressions import ExpressionError, bindable, compile_expression, evaluate_bool
-from symfonic_graph.shape.rule_kinds import CheckPrecondition
+from symfonic_graph.shape.rule_kinds import CheckPrecondition, FactPrecondition
 
 NOW = datetime(2024, 5, 15, 15, tzinfo=UTC)
 NAMES = ["a", "b", "c", "act"]
@@ -105,3 +106,18 @@ def test_one_decision_binds_args_once_for_every_check_that_reads_them(monkeypatc
     assert made == [{"args": {"amount": 120}}]
     assert check_outcome(CheckPrecondition(where="args.amount > 0"), dict(args), bindings).status == "met"
     assert len(made) == 2  # another call's arguments: bound again
+
+
+def test_a_fact_met_by_its_newest_call_reads_no_older_one() -> None:
+    read: list[str] = []
+
+    class Watched(dict[str, Any]):
+        def __contains__(self, key: object) -> bool:
+            read.append(self["id"])
+            return super().__contains__(key)
+
+    fact = FactPrecondition(tool="get_order", same_args=(("order_id", "order_id"),), where='result.status == "ok"')
+    history = History(tuple(CallResult("get_order", Watched(id=str(i), order_id="7"), False, 0, '{"status": "ok"}')
+                            for i in range(5)), 0)
+    assert fact_outcome(fact, {"order_id": "7"}, history, Bindings({}, NOW)).status == "met"
+    assert read == ["4"]
