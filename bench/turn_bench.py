@@ -376,7 +376,7 @@ async def main(args: argparse.Namespace) -> None:
             for _ in range(2):                               # twice while stale (the 2nd keeps a digest)
                 await limited(len(pool), 16, lambda i, m=mode: hold(i, env.shared[m], m == "cold"))
         results: dict[str, tuple[float, float, float, float]] = {}
-        for key in MODES:
+        for key in args.modes:
             keys = env.tenants if key in ("separate", "query_skills", "cold_first") else pool
             turns, floors = await latency(env, args.turns, key, keys)
             tps, fps = await throughput(env, args.throughput_turns, args.concurrency, key, keys)
@@ -385,6 +385,13 @@ async def main(args: argparse.Namespace) -> None:
                   f"(floor p50 {results[key][2]:.2f} ms); c={args.concurrency} {tps:.0f} turns/s "
                   f"(floor {fps:.0f}/s)")
             results[key + "_floor_tps"] = (fps, 0, 0, 0)
+        if args.modes != MODES:  # a partial run (an A/B of some paths): the ratios only, no doc
+            for key in args.modes:
+                print(f"{key}: p50 / floor {results[key][0] / results[key][2]:.2f}x; c={args.concurrency} turns/s / "
+                      f"floor/s {results[key][3] / results[key + '_floor_tps'][0]:.2f}x")
+            if not args.keep:
+                await cleanup(env)
+            return
         cpu_us = gate_cpu(await TurnMemory(store).begin(MemoryScope(env.tenants[-1])))
         print(f"gate + pre-flight CPU per turn on a cached snapshot: {cpu_us:.1f} us")
         scopes, per_scope = await scope_memory(env, args.memory_scopes)
@@ -478,6 +485,9 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     p.add_argument("--batch", type=int, default=1000, help="skills per seed_skills call in the bulk measurement")
     p.add_argument("--writers", type=int, default=4, help="tenants written concurrently in the bulk measurement")
     p.add_argument("--memory-scopes", type=int, default=10_000, help="scopes cached for the memory figure")
+    p.add_argument("--modes", type=lambda s: tuple(m for m in MODES if m in s.split(",")), default=MODES,
+                   help=f"comma-separated turn paths to measure (default all: {','.join(MODES)}); a partial run "
+                        "prints the ratios and leaves the doc alone")
     p.add_argument("--out", default="docs/performance.md")
     p.add_argument("--keep", action="store_true", help="keep this run's nodes (default: delete them at the end)")
     a = p.parse_args(argv)
