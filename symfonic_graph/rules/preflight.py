@@ -21,6 +21,7 @@ from typing import Any, Final
 from symfonic_graph.rules.preconditions import filter_skills_by_state_predicates
 from symfonic_graph.rules.ruleset import RuleSet, requirement_phrase, rules_of
 from symfonic_graph.shape.contributions import PluginContribution
+from symfonic_graph.shape.records import AnyPrecondition, FactPrecondition
 
 __all__ = [
     "PREFLIGHT_HEADING",
@@ -80,8 +81,8 @@ def preflight_lines(skills: Iterable[Any] | None, *, include_negative: bool = Fa
         for entry in rule.requirements:
             if entry.kind == "unreadable":
                 continue
-            if entry.kind in _CONDITIONAL or bool(getattr(entry, "alternatives", None)) or (
-                    entry.kind == "fact" and getattr(entry, "where", None) is not None):
+            if entry.kind in _CONDITIONAL or (isinstance(entry, AnyPrecondition) and entry.alternatives) or (
+                    isinstance(entry, FactPrecondition) and entry.where is not None):
                 lines.append(f"- `{action}` ONLY IF {_condition(entry)} (skill: {label}).")
                 continue
             pre = requirement_phrase(entry, quote="`")

@@ -4,7 +4,8 @@
   and ``called`` once per history.
 * A compiled rule keeps what never changes (phrases, bare names, a satisfied
   check): the same check object when every requirement is met.
-* A fact met by its newest call reads no older one.
+* A fact met by its newest call reads no older one; the pre-flight block
+  never asks a rule entry for a field its kind lacks.
 * A decision binds ``args`` once for all the checks that read it, and only the
   fields they select when that is all they do with it; whatever they read,
   each outcome (and each error text) is the one a full binding gives.
@@ -22,8 +23,10 @@ from hypothesis import strategies as st
 from symfonic_graph.rules import policy
 from symfonic_graph.rules.events import CallResult, History
 from symfonic_graph.rules.policy import Bindings, check_outcome, fact_outcome
+from symfonic_graph.rules.preflight import build_preflight_contribution
 from symfonic_graph.rules.ruleset import RuleSet
 from symfonic_graph.shape.expressions import ExpressionError, bindable, compile_expression, evaluate_bool
+from symfonic_graph.shape.records import ToolPrecondition
 from symfonic_graph.shape.rule_kinds import CheckPrecondition, FactPrecondition
 
 NOW = datetime(2024, 5, 15, 15, tzinfo=UTC)
@@ -121,3 +124,19 @@ def test_a_fact_met_by_its_newest_call_reads_no_older_one() -> None:
                             for i in range(5)), 0)
     assert fact_outcome(fact, {"order_id": "7"}, history, Bindings({}, NOW)).status == "met"
     assert read == ["4"]
+
+
+def test_the_preflight_block_reads_each_entry_by_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+    def probed(self: object, name: str) -> Any:
+        raise AssertionError(f"asked a {type(self).__name__} for {name!r}, a field it lacks (a slow path)")
+
+    rules = RuleSet([{"metadata": {"label": "L", "action_tool": "act", "precondition": [
+        "a", {"tool": "b", "same_args": ["id"]}, {"check": {"where": "args.n < 3"}}, {"fact": {"tool": "c"}}]}}])
+    for kind in (ToolPrecondition, CheckPrecondition, FactPrecondition):
+        monkeypatch.setattr(kind, "__getattr__", probed, raising=False)
+    block = build_preflight_contribution(rules)
+    assert block is not None and block.content.splitlines()[1:] == [
+        "- YOU MUST call `a` BEFORE calling `act` (skill: L).",
+        "- YOU MUST call `b` (same `id`) BEFORE calling `act` (skill: L).",
+        "- `act` ONLY IF `args.n < 3` (skill: L).",
+        "- YOU MUST call `c` BEFORE calling `act` (skill: L)."]
