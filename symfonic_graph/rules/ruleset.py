@@ -365,7 +365,8 @@ def _names(requirements: tuple[Requirement, ...]) -> tuple[str, ...]:
     names: list[str] = []
     for req in requirements:
         tools = (req.tool,) if isinstance(req, (ToolPrecondition, FactPrecondition)) else (
-            *getattr(req, "tools", ()), *(a.tool for a in getattr(req, "alternatives", ()) if hasattr(a, "tool")))
+            *req.tools, *(a.tool for a in req.alternatives if isinstance(a, FactPrecondition))
+        ) if isinstance(req, AnyPrecondition) else ()  # by type: asking a record for a field it lacks is slow
         for name in tools:
             if name not in names:
                 names.append(name)

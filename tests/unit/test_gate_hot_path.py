@@ -4,8 +4,8 @@
   and ``called`` once per history.
 * A compiled rule keeps what never changes (phrases, bare names, a satisfied
   check): the same check object when every requirement is met.
-* A fact met by its newest call reads no older one; the pre-flight block
-  never asks a rule entry for a field its kind lacks.
+* A fact met by its newest call reads no older one; compiling a rule and
+  the pre-flight block never ask an entry for a field its kind lacks.
 * A decision binds ``args`` once for all the checks that read it, and only the
   fields they select when that is all they do with it; whatever they read,
   each outcome (and each error text) is the one a full binding gives.
@@ -126,14 +126,16 @@ def test_a_fact_met_by_its_newest_call_reads_no_older_one() -> None:
     assert read == ["4"]
 
 
-def test_the_preflight_block_reads_each_entry_by_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_compiling_and_the_preflight_block_read_each_entry_by_its_kind(monkeypatch: pytest.MonkeyPatch) -> None:
     def probed(self: object, name: str) -> Any:
         raise AssertionError(f"asked a {type(self).__name__} for {name!r}, a field it lacks (a slow path)")
 
-    rules = RuleSet([{"metadata": {"label": "L", "action_tool": "act", "precondition": [
-        "a", {"tool": "b", "same_args": ["id"]}, {"check": {"where": "args.n < 3"}}, {"fact": {"tool": "c"}}]}}])
+    skills = [{"metadata": {"label": "L", "action_tool": "act", "precondition": [
+        "a", {"tool": "b", "same_args": ["id"]}, {"check": {"where": "args.n < 3"}}, {"fact": {"tool": "c"}}]}}]
     for kind in (ToolPrecondition, CheckPrecondition, FactPrecondition):
         monkeypatch.setattr(kind, "__getattr__", probed, raising=False)
+    rules = RuleSet(skills)
+    assert rules.rules[0].required == ("a", "b", "c")
     block = build_preflight_contribution(rules)
     assert block is not None and block.content.splitlines()[1:] == [
         "- YOU MUST call `a` BEFORE calling `act` (skill: L).",
