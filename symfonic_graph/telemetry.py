@@ -37,6 +37,9 @@ from symfonic_graph.shape.scope import MemoryScope
 try:
     from opentelemetry import trace as _trace
     from opentelemetry.trace import SpanKind, Status, StatusCode
+
+    # The providers of an application that set up no tracing: the API's proxy (until one is set) or no-op.
+    _NO_PROVIDER = (_trace.ProxyTracerProvider, _trace.NoOpTracerProvider)
 except ImportError:  # the `otel` extra is not installed: every hook is a no-op
     AVAILABLE = False
 else:
@@ -246,6 +249,8 @@ def _start(name: str, kind: SpanKind, attributes: dict[str, AttributeValue]) -> 
     skipped. A span an SDK sampler dropped has a context of its own and is
     still made current, so that its children stay in its (dropped) trace.
     """
+    if _provider is None and isinstance(_trace.get_tracer_provider(), _NO_PROVIDER):
+        return None  # no tracing set up: skip even the no-op span (3.7 to 5.5 us of a gate decision)
     span = _get_tracer().start_span(name, kind=kind, attributes=attributes)
     if span.is_recording() or span.get_span_context() != _trace.get_current_span().get_span_context():
         return span
