@@ -90,6 +90,7 @@ class _Node:
     id: str
     tenant_id: str
     namespace: str | None
+    index: int
 
 
 def _content_key(row: Sequence[Any]) -> str | None:
@@ -153,13 +154,9 @@ class Compiler:
         if digest is not None and cached is not None and digest == cached.fingerprint and cached.own:
             own = cached.own
         else:
-            kept: list[tuple[int, Rule]] = []
-            for place, row in own_rows:
-                rule, torn_row = self._rule(scope, row)
-                torn = torn or torn_row
-                if rule is not None:
-                    kept.append((place, rule))
-            own = tuple(kept)
+            compiled, torn_own = self._rules(scope, [row for _, row in own_rows])
+            torn = torn or torn_own
+            own = tuple((place, rule) for (place, _), rule in zip(own_rows, compiled, strict=True) if rule is not None)
         if cached is not None and own is cached.own and tenant is cached.tenant:
             rules = cached.skills  # both parts as before: keep the merged rules (and their pre-flight blocks)
         else:
@@ -179,43 +176,55 @@ class Compiler:
         held = self._tenants.get(scope.tenant_id)
         if held is not None and digest is not None and held.digest == digest:
             return held, False
-        compiled = [self._rule(scope, row) for row in rows]
-        torn = any(torn_row for _, torn_row in compiled)
-        rules = cast(TenantRules, TenantRules.of_rules(rule for rule, _ in compiled if rule is not None))
+        compiled, torn = self._rules(scope, rows)
+        rules = cast(TenantRules, TenantRules.of_rules(rule for rule in compiled if rule is not None))
         rules.digest = b"" if digest is None or torn else digest  # b"": never matched, never shared
         if rules.digest:
             self._tenants[scope.tenant_id] = rules
         return rules, torn
 
-    def _rule(self, scope: MemoryScope, row: Sequence[Any]) -> tuple[Rule | None, bool]:
-        """The rule of one ``skill_packed`` row (None: skipped or not the scope's) and whether it was torn.
+    def _rules(self, scope: MemoryScope, rows: Sequence[Sequence[Any]]) -> tuple[list[Rule | None], bool]:
+        """The rule of each ``skill_packed`` row (None: skipped or not the scope's) and whether one was torn.
 
         Rows whose content (everything but id, tenant, namespace, creation
         date and revision stamps) was read before share that reading: the one
         read model is a pure function of the row, so the same content reads
-        to the same rule, and only the per-node values are put in place.
+        to the same rule, and only the per-node values are put in place. The
+        other rows are read one by one and compiled together.
         """
-        key = _content_key(row)
-        held = self._templates.get(key) if key is not None else None
-        if held is None:
-            skills, torn = read_skills([unpack_skill_row(row)])  # logs the node's problems
-            template = RuleSet(skills, pack=True).rules[0] if skills else None
-            if key is not None:
-                if len(self._templates) >= _MAX_TEMPLATES:
-                    self._templates.clear()
-                self._templates[key] = [template, None, row]
-        else:
+        out: list[Rule | None] = [None] * len(rows)
+        torn = False
+        missed: list[tuple[int, str | None, Skill | None]] = []
+        for i, row in enumerate(rows):
+            key = _content_key(row)
+            held = self._templates.get(key) if key is not None else None
+            if held is None:
+                skills, torn_row = read_skills([unpack_skill_row(row)])  # logs the node's problems
+                torn = torn or torn_row
+                missed.append((i, key, skills[0] if skills else None))
+                continue
             template, problems, first = held
             if problems is None:  # what the content's reading says: read once more, at its first reuse
                 held[1] = problems = read_skill(unpack_skill_row(first)).problems
                 held[2] = None
             log_problems(row[0], problems)
-            torn = template is not None and packed_torn(row)
             if template is not None:
-                template = _instance(template, row)
-        if template is None or not keep_visible(scope, [_Node(row[0], row[1], row[2])], "skill"):
-            return None, torn
-        return template, torn
+                torn = torn or packed_torn(row)
+                out[i] = _instance(template, row)
+        if missed:
+            compiled = iter(RuleSet([skill for _, _, skill in missed if skill is not None], pack=True).rules)
+            if len(self._templates) + len(missed) > _MAX_TEMPLATES:
+                self._templates.clear()
+            for i, key, skill in missed:
+                out[i] = None if skill is None else next(compiled)
+                if key is not None:
+                    self._templates[key] = [out[i], None, rows[i]]
+        nodes = [_Node(row[0], row[1], row[2], i) for i, row in enumerate(rows) if out[i] is not None]
+        kept = keep_visible(scope, nodes, "skill")
+        if len(kept) < len(nodes):  # a query let another scope's row through (logged): drop it
+            seen = {node.index for node in kept}
+            out = [rule if i in seen else None for i, rule in enumerate(out)]
+        return out, torn
 
     def pending(self, scope: MemoryScope, rows: Sequence[Mapping[str, Any]]) -> tuple[PendingTrigger, ...]:
         """The scope's pending triggers; one object per trigger, shared by the scopes that see it."""
