@@ -210,7 +210,7 @@ class Scope:
     ``Scope`` pays it once. Evaluations through one scope are serialised by a lock.
     """
 
-    __slots__ = ("_context", "_lock", "names")
+    __slots__ = ("_context", "_held", "_lock", "names")
 
     def __init__(self, variables: Mapping[str, Any]) -> None:
         self._context = cel.Context()
@@ -218,21 +218,34 @@ class Scope:
         for name, value in variables.items():
             self._context.add_variable(name, value)
         self.names = frozenset(variables)
+        self._held: dict[str, Any] = {}  # what each other name is bound to now (None: nothing of a call)
         self._lock = Lock()
 
     def evaluate(self, expression: Expression, variables: Mapping[str, Any]) -> Any:
         """The value of ``expression`` over this scope's variables and ``variables`` (bindable values).
 
+        Each evaluation sees exactly ``variables`` besides the scope's own:
+        a name it reads and ``variables`` lacks is bound to None, so nothing of
+        one call's arguments reaches the next. A value bound by the previous
+        evaluation (the same object: one decision's ``args`` read by several
+        rules) is not converted again.
+
         Raises:
             ExpressionError: it could not be evaluated, saying why.
         """
         with self._lock:
+            for name in expression.names:
+                if name in self.names:
+                    continue
+                value = variables.get(name)
+                if name not in self._held or self._held[name] is not value:
+                    self._held.pop(name, None)  # unknown until bound: a failed binding is retried next time
+                    self._context.add_variable(name, value)
+                    self._held[name] = value
             try:
-                return _run(expression, self._context, variables)
-            finally:
-                for name in expression.names:
-                    if name in variables and name not in self.names:
-                        self._context.add_variable(name, None)  # nothing of one call leaks into the next
+                return expression.program.execute(self._context)
+            except Exception as exc:
+                raise ExpressionError(_why(exc)) from None
 
 
 def evaluate(expression: Expression, variables: Mapping[str, Any]) -> Any:
