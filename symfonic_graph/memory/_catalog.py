@@ -52,6 +52,7 @@ class Catalog:
     read_at: float = -math.inf  # when its skills were shipped (kept by invalidate; an outage's grace counts from it)
     own: tuple[tuple[int, Rule], ...] = ()  # the scope's own rules, each after that many tenant-wide ones
     tenant: RuleSet | None = None  # the tenant's shared rules ``skills`` was merged from (None: it is them)
+    confirmed: bool = False  # shipped twice under this version: no write was half applied when first read
 
 
 class TenantRules(RuleSet):

@@ -256,7 +256,11 @@ class TurnMemory:
         scope = scope_of(scope, where="begin(scope)")
         now = self.clock()
         cached = self._catalogs.get(scope)
-        fresh = cached is not None and now - cached.fetched_at < recheck_after(self.recheck_every, scope)
+        # A version read once may have met a write half applied (Neo4j applies a commit's records one by one
+        # under readers that take no lock: the new version, then old skills): it is shipped again past
+        # max_age, once, and trusted for recheck_every only when a second read finds the same version.
+        period = recheck_after(self.recheck_every, scope) if cached is not None and cached.confirmed else self.max_age
+        fresh = cached is not None and now - cached.fetched_at < period
         known = cached.version if cached is not None and fresh else None
         last = cached  # the catalog an outage falls back to
         shipped = False
@@ -279,9 +283,10 @@ class TurnMemory:
         assert cached is not None
         if not shipped:  # the version was confirmed: an outage's grace counts from this read
             cached.read_at = now
-        if shipped and last is not None and cached.skills is not last.skills and (
-            row["version"] is not None and row["version"] == last.version
-        ):
+        same_version = last is not None and row["version"] is not None and row["version"] == last.version
+        if shipped:
+            cached.confirmed = same_version
+        if shipped and last is not None and cached.skills is not last.skills and same_version:
             self._unbumped(scope, last, cached)
         _remember(self._catalogs, scope, cached, self.max_scopes)
         self._loaded.pop(scope, None)  # the store answers: a later outage reads the file afresh
@@ -301,13 +306,21 @@ class TurnMemory:
         changed = edited(before.skills, after.skills)
         if not changed:
             return
+        if not before.confirmed:  # the first read of the version may have met the write half applied
+            log.info("skills of %s differ from the first read of catalog version %s: %s (a write half applied "
+                     "when first read, or an edit without a version bump since)", scope, after.version,
+                     ", ".join(i for i, _ in changed[:10]) + (" ..." if len(changed) > 10 else ""))
+        else:
+            self._warn_unbumped(scope, after, changed)
+        if any(namespace is None for _, namespace in changed):
+            self.invalidate(MemoryScope(scope.tenant_id))
+
+    def _warn_unbumped(self, scope: MemoryScope, after: Catalog, changed: Sequence[tuple[str, str | None]]) -> None:
         log.warning("skills of %s changed without a catalog version bump (version %s): %s; bump the version "
                     "after every plain-Cypher edit (docs/graph-model.md), or turns see such an edit only "
                     "within recheck_every (%.0f s)", scope, after.version,
                     ", ".join(i for i, _ in changed[:10]) + (" ..." if len(changed) > 10 else ""),
                     self.recheck_every)
-        if any(namespace is None for _, namespace in changed):
-            self.invalidate(MemoryScope(scope.tenant_id))
 
     def _last_rules(
         self, scope: MemoryScope, last: Catalog | None, now: float, exc: StoreUnavailableError

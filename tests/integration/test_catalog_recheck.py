@@ -76,17 +76,19 @@ async def test_an_unchanged_catalog_past_max_age_is_not_shipped_again(
         assert await _labels(memory, scope) == ["Deliver"]
         assert await _labels(memory, user) == ["Deliver"]
         clock.now += 11
-    # The server shipped each scope's skills once, on its first read; every later row carried none.
-    assert counting.shipped() == 2
-    assert len(counting.rows) == 40 and all(n == 0 for _, _, n in counting.rows[2:])
-    assert all(name == "turn_snapshot_warm" for name, _, _ in counting.rows[2:])
+    # The server shipped each scope's skills on its first read, and once more past max_age to confirm the
+    # version (a first read may meet a write half applied); every later row carried none.
+    assert counting.shipped() == 4
+    assert [n > 0 for _, _, n in counting.rows[:4]] == [True, True, True, True]
+    assert len(counting.rows) == 40 and all(n == 0 for _, _, n in counting.rows[4:])
+    assert all(name == "turn_snapshot_warm" for name, _, _ in counting.rows[4:])
 
     clock.now += memory.recheck_every  # past the recheck: shipped once more each (rows identical: no warning)
     before = (await memory.begin(scope)).skills
     await memory.begin(user)
-    assert counting.shipped() == 4
+    assert counting.shipped() == 6
     assert (await memory.begin(scope)).skills is before  # identical rows kept the compiled rules
-    assert counting.shipped() == 4
+    assert counting.shipped() == 6
 
 
 async def test_an_edit_that_bumps_the_version_is_seen_on_the_next_turn(
@@ -114,6 +116,9 @@ async def test_an_edit_without_a_bump_is_seen_within_recheck_every_and_named(
     users = [MemoryScope(scope.tenant_id, f"user-{i}") for i in range(3)]
     for each in (scope, *users):
         assert await _labels(memory, each) == ["Deliver"]
+    clock.now += 11  # past max_age: each scope's version confirmed by a second read
+    for each in (scope, *users):
+        assert await _labels(memory, each) == ["Deliver"]
     [skill_id] = [s.id for s in (await memory.begin(scope)).skills]
     await store.driver.execute_query(  # forgot the bump
         "MATCH (s:Skill {tenant_id: $t}) SET s.label = 'Deliver (not bumped)'", t=scope.tenant_id)
@@ -134,6 +139,33 @@ async def test_an_edit_without_a_bump_is_seen_within_recheck_every_and_named(
     assert counting.shipped() == shipped + 4
 
 
+async def test_a_version_read_once_is_read_again_past_max_age_before_it_is_trusted(
+    store: GraphMemoryStore, scope: MemoryScope, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A first read may meet a write half applied (the new version, then old skills): past max_age it is read again.
+
+    Standing for the half-applied write: the skills change without a bump right after the first read. Before
+    this second read, such a read kept the old skills for recheck_every (300 s).
+    """
+    await _seed(store, scope)
+    counting, clock = ShippedRows(store), Clock()
+    memory = TurnMemory(counting, clock=clock)
+    assert await _labels(memory, scope) == ["Deliver"]
+    await store.driver.execute_query(
+        "MATCH (s:Skill {tenant_id: $t}) SET s.label = 'Deliver (what the write left)'", t=scope.tenant_id)
+    clock.now += 5  # within max_age: the cached rules
+    assert await _labels(memory, scope) == ["Deliver"]
+    clock.now += 6  # past max_age: read again, and no WARNING of a forgotten bump (the first read was unconfirmed)
+    with caplog.at_level(logging.INFO, logger="symfonic_graph.turn"):
+        assert await _labels(memory, scope) == ["Deliver (what the write left)"]
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [r for r in caplog.records if "differ from the first read" in r.getMessage()]
+    shipped = counting.shipped()
+    clock.now += 11  # confirmed now: past max_age a warm read, nothing shipped
+    assert await _labels(memory, scope) == ["Deliver (what the write left)"]
+    assert counting.shipped() == shipped
+
+
 async def test_a_namespace_edit_without_a_bump_stays_with_its_scope(
     store: GraphMemoryStore, scope: MemoryScope, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -143,8 +175,12 @@ async def test_a_namespace_edit_without_a_bump_stays_with_its_scope(
     counting, clock = ShippedRows(store), Clock()
     memory = TurnMemory(counting, clock=clock, recheck_every=100)
     assert await _labels(memory, mine) == ["Deliver", "Mine"]
-    clock.now += 50
+    clock.now += 11
+    assert await _labels(memory, mine) == ["Deliver", "Mine"]  # past max_age: the version confirmed (t = 11)
+    clock.now += 39
     assert await _labels(memory, other) == ["Deliver"]  # first read 50 s after `mine`'s
+    clock.now += 11
+    assert await _labels(memory, other) == ["Deliver"]  # confirmed (t = 61)
     await store.driver.execute_query(
         "MATCH (s:Skill {tenant_id: $t, namespace: 'mine'}) SET s.label = 'Mine (not bumped)'", t=scope.tenant_id)
     clock.now += 50  # `mine` is due (100 s since its ship), `other` not (50 s; its recheck comes after 75 s at least)

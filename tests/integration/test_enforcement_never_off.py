@@ -170,6 +170,8 @@ async def test_gate_only_wiring_follows_a_retraction_and_a_new_rule_within_max_a
     assert (await gate(state))["messages"][0].content.startswith(MISSING)  # within max_age: the snapshot
     now[0] += 0.6
     assert await gate(state) == {}  # the retracted rule no longer blocks
+    now[0] += 0.6
+    assert await gate(state) == {}  # past max_age: the new version read again, once, to confirm it
     # a rule added with plain Cypher, without bumping the catalog version
     await store.driver.execute_query(
         "CREATE (s:Skill {id: $t + '-new', tenant_id: $t, label: 'Ship', steps: ['ship'], status: 'approved'})"
