@@ -114,6 +114,7 @@ DOCTOR_PER_TENANT = {
     "doctor_skill_cap": {"max_skills": 2000, "max_chars": 4000},
     "doctor_scope_budget": {"max_weight": 8 * 1024 * 1024},
     "doctor_identifiers": {},
+    "doctor_embedding_lengths": {},
 }
 
 
