@@ -11,6 +11,7 @@ way, and through ``MemoryMiddleware`` the model sees the reminder.
 from __future__ import annotations
 
 import json
+import random
 import uuid
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import neo4j
 import pytest
 import yaml
 from langchain.agents import create_agent
+from langchain_core.embeddings import Embeddings
 from langchain_core.messages import AIMessage, HumanMessage
 
 from bench._embeddings import TopicEmbeddings
@@ -45,9 +47,11 @@ def never(condition: str, cue: str) -> bool:
     return False
 
 
-async def offered_everywhere(store: GraphMemoryStore, scope: MemoryScope, said: str) -> list[str]:
+async def offered_everywhere(
+    store: GraphMemoryStore, scope: MemoryScope, said: str, embeddings: Embeddings | None = None,
+) -> list[str]:
     """The tasks each read path offers for ``said``; asserts that they agree."""
-    embeddings = TopicEmbeddings()
+    embeddings = embeddings or TopicEmbeddings()
     vector = embeddings.embed_query(said)
     turn = await TurnMemory(store, coalesce_window=None).begin(scope, embedding=vector)
     from_turn = sorted(t.task for t in turn.triggers if t.kind == "semantic")
@@ -108,16 +112,33 @@ async def test_the_similarity_floor_is_the_wirings(store: GraphMemoryStore, tena
         TurnMemory(store, similarity=1.5)
 
 
+class _Near(Embeddings):
+    """Every text embeds near one direction of its own (a dimension no other test uses), a little apart."""
+
+    def __init__(self, seed: int, dims: int = 41) -> None:
+        self.rng = random.Random(seed)
+        self.base = [self.rng.gauss(0.0, 1.0) for _ in range(dims)]
+
+    def _one(self) -> list[float]:
+        return [x + self.rng.gauss(0.0, 0.05) for x in self.base]
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        return [self._one() for _ in texts]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._one()
+
+
 async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scopes_own(
     store: GraphMemoryStore, tenant: str, forget: list[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     neighbour = f"{tenant}-n"
     forget.append(neighbour)
-    embeddings = TopicEmbeddings()
+    embeddings = _Near(seed=hash(tenant))  # this test's vectors only: the index holds other tests' too
     mine, theirs = MemoryScope(tenant, "u1"), MemoryScope(neighbour, "u1")
     await ProspectiveLayer(store, embeddings=embeddings).set_trigger(mine, kind="semantic", condition=TRAVEL,
                                                                      task=TASK)
-    # the neighbour holds more triggers identical in meaning than one index search returns
+    # the neighbour holds more triggers near in meaning than one index search returns
     monkeypatch.setattr(_embedding, "SEMANTIC_EXACT", 0)  # every scope asks the index first
     for i in range(6):
         await ProspectiveLayer(store, embeddings=embeddings).set_trigger(
@@ -126,14 +147,14 @@ async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scop
     for i in range(4):
         await ProspectiveLayer(store, embeddings=embeddings).set_trigger(
             MemoryScope(tenant, "u2"), kind="semantic", condition=TRAVEL, task=f"u2's {i}.")
-    # 11 travel triggers (and other tests' ones) reach the floor: asking for 1 then 10 leaves the scope's own
-    # out twice (scored exactly), for 3 then 30 the wider answer may hold it, for 200 the first does
+    # 11 triggers reach the floor: asking for 1 then 10 leaves the scope's own out twice (scored exactly),
+    # for 3 then 30 the wider answer holds it, for 200 the first does
     for candidates in (1, 3, 200):
         monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", candidates)
-        assert await offered_everywhere(store, mine, SAID) == [TASK], candidates
-        assert len(await offered_everywhere(store, theirs, SAID)) == 6, candidates
+        assert await offered_everywhere(store, mine, SAID, embeddings) == [TASK], candidates
+        assert len(await offered_everywhere(store, theirs, SAID, embeddings)) == 6, candidates
     monkeypatch.setattr(_embedding, "SEMANTIC_EXACT", 32)
-    assert await offered_everywhere(store, mine, SAID) == [TASK]  # a small scope is scored exactly
+    assert await offered_everywhere(store, mine, SAID, embeddings) == [TASK]  # a small scope is scored exactly
 
 
 HOSTILE = {
