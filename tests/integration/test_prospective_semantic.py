@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import random
 import uuid
+import zlib
 from pathlib import Path
 
 import anyio
@@ -134,7 +135,7 @@ async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scop
 ) -> None:
     neighbour = f"{tenant}-n"
     forget.append(neighbour)
-    embeddings = _Near(seed=hash(tenant))  # this test's vectors only: the index holds other tests' too
+    embeddings = _Near(seed=zlib.crc32(tenant.encode()))  # this test's vectors only: the index holds others' too
     mine, theirs = MemoryScope(tenant, "u1"), MemoryScope(neighbour, "u1")
     await ProspectiveLayer(store, embeddings=embeddings).set_trigger(mine, kind="semantic", condition=TRAVEL,
                                                                      task=TASK)
@@ -157,20 +158,21 @@ async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scop
     assert await offered_everywhere(store, mine, SAID, embeddings) == [TASK]  # a small scope is scored exactly
 
 
+D = 41  # the length of _Near's vectors: hostile lists of that length reach the norm guard
 HOSTILE = {
-    "zero": [0.0] * 32,
-    "huge": [1e300] + [0.0] * 31,
-    "tiny": [1e-300] * 32,
+    "zero": [0.0] * D,
+    "huge": [1e300] + [0.0] * (D - 1),
+    "tiny": [1e-300] * D,
     "empty": [],
-    "strings": ["a"] * 32,
-    "booleans": [True] * 32,
-    "integers": [0] * 31 + [1],
+    "strings": ["a"] * D,
+    "booleans": [True] * D,
+    "integers": [0] * (D - 1) + [1],
     "short": [1.0, 0.0],
     "long": [1.0] * 64,
     "not a list": "travel",
     "map-like": 7,
-    "nan": [float("nan")] + [1.0] * 31,
-    "infinite": [float("inf")] + [1.0] * 31,
+    "nan": [float("nan")] + [1.0] * (D - 1),
+    "infinite": [float("inf")] + [1.0] * (D - 1),
 }
 
 
@@ -181,7 +183,8 @@ async def test_hand_seeded_embeddings_of_every_shape_never_break_a_turn(
 ) -> None:
     """Plain-Cypher triggers with any embedding: the valid one is offered, the others never, and no read fails."""
     scope = MemoryScope(tenant, "u1")
-    good = TopicEmbeddings().embed_documents([TRAVEL])[0]
+    near, elsewhere = _Near(seed=zlib.crc32(tenant.encode())), _Near(seed=zlib.crc32(tenant.encode()) + 1)
+    good = near.embed_documents([TRAVEL])[0]  # this test's own direction: the index holds other tests' vectors
     rows = [{"id": f"t-{name}-{uuid.uuid4().hex[:6]}", "task": f"hostile {name}", "embedding": value}
             for name, value in HOSTILE.items()]
     rows.append({"id": f"t-good-{uuid.uuid4().hex[:6]}", "task": TASK, "embedding": good})
@@ -196,8 +199,8 @@ async def test_hand_seeded_embeddings_of_every_shape_never_break_a_turn(
         monkeypatch.setattr(_embedding, "SEMANTIC_EXACT", 0)
     if path == "index asked for 1, then 10":  # full answers: wider, or the scope scored exactly
         monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", 1)
-    assert await offered_everywhere(store, scope, SAID) == [TASK]
-    assert await offered_everywhere(store, scope, "my invoice") == []
+    assert await offered_everywhere(store, scope, SAID, near) == [TASK]
+    assert await offered_everywhere(store, scope, "my invoice", elsewhere) == []
 
 
 async def test_bad_semantic_input_names_the_field_and_writes_nothing(store: GraphMemoryStore, tenant: str) -> None:
