@@ -43,8 +43,9 @@ CALL (sc, published) {
   RETURN t
   UNION
   WITH sc, published WHERE NOT $all_namespaces
-  UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
-              ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+  UNWIND
+    // include: scope_keys(sc)
+    AS scope_key
   CALL (sc, published, scope_key) {
     MATCH (t:Trigger)
     USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)

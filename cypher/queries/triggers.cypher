@@ -50,6 +50,13 @@ CALL (t, was_series) {
 WITH seq, t ORDER BY seq
 RETURN collect(t.id) AS ids;
 
+// fragment: scope_keys(sc)
+// params:
+// The scope keys (symfonic_scope) the scope map `sc` reads (an expression):
+// the tenant-wide key, and the namespace's own when it has one.
+CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
+     ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END
+
 // fragment: pending_trigger_nodes
 // params:
 // Rows `t`: the pending triggers the scope map `sc` may see, found by scope
@@ -62,8 +69,9 @@ RETURN collect(t.id) AS ids;
 // tenant, namespace, status and marker filters, so a stale key (a plain-Cypher
 // `SET t.namespace`) can hide a trigger but never show it to another scope.
 CALL (sc) {
-  UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
-              ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+  UNWIND
+    // include: scope_keys(sc)
+    AS scope_key
   MATCH (t:Trigger {symfonic_scope: scope_key, status: 'pending'})
   USING INDEX t:Trigger(symfonic_scope, status)
   RETURN t
@@ -136,8 +144,9 @@ WITH t, similarity ORDER BY t.created_at, t.id
 // read from the tenant index, as pending_trigger_nodes reads unkeyed ones.
 // The including query filters again and orders.
 CALL (sc, published) {
-  UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
-              ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+  UNWIND
+    // include: scope_keys(sc)
+    AS scope_key
   CALL (sc, published, scope_key) {
     MATCH (t:Trigger)
     USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)
@@ -192,8 +201,9 @@ CALL (sc, published) {
   // (trigger_similarity scores it; the index holds only vectors it can
   // search).
   WITH sc, published WHERE sc.vector IS NOT NULL
-  WITH sc, published, CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
-                           ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS keys
+  WITH sc, published,
+       // include: scope_keys(sc)
+       AS keys
   WITH sc, published, keys, COUNT {
     MATCH (x:Trigger)
     USING INDEX x:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
@@ -435,8 +445,9 @@ OPTIONAL MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
 WITH coalesce(c.published_writes, []) AS published,
      {tenant_id: $tenant_id, namespace: $namespace, write_id: null} AS sc
 CALL (sc) {
-  UNWIND CASE WHEN sc.namespace IS NULL THEN [sc.tenant_id + '\u001F']
-              ELSE [sc.tenant_id + '\u001F', sc.tenant_id + '\u001F' + sc.namespace] END AS scope_key
+  UNWIND
+    // include: scope_keys(sc)
+    AS scope_key
   MATCH (t:Trigger {symfonic_scope: scope_key, status: 'resolved'})
   USING INDEX t:Trigger(symfonic_scope, status)
   RETURN t
