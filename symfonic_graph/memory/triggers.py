@@ -192,8 +192,7 @@ class GraphPendingTriggers:
 
     async def pending(self, scope: MemoryScope, *, embedding: Sequence[float] | None = None) -> list[PendingTrigger]:
         """The triggers ``scope`` may be offered now, oldest first (at most ``max_triggers``)."""
-        offerable = (await self._layer.get_pending(scope, limit=self.max_triggers) if embedding is None
-                     else await self._layer.get_pending(scope, limit=self.max_triggers, embedding=embedding))
+        offerable = await self._layer.get_pending(scope, limit=self.max_triggers, embedding=embedding)
         return [PendingTrigger(t.id, t.condition, t.task, t.kind, t.on_tool, t.same_args, t.where, t.once,
                                t.similarity)
                 for t in keep_visible(scope, offerable, "trigger")]

@@ -291,7 +291,9 @@ def _trigger(tid: str, tenant: str, namespace: str | None) -> Trigger:
 class LeakyLayer:
     """Our layer's read contract, returning rows a buggy query might leak."""
 
-    async def get_pending(self, scope: MemoryScope, *, limit: int | None = None) -> list[Trigger]:
+    async def get_pending(
+        self, scope: MemoryScope, *, limit: int | None = None, embedding: Sequence[float] | None = None,
+    ) -> list[Trigger]:
         return [
             _trigger("mine", "acme", "u1"),
             _trigger("tenant-wide", "acme", None),
