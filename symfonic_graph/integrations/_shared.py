@@ -16,17 +16,15 @@ Example:
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any, Final
 
-from symfonic_graph.memory.triggers import embed_cue
 from symfonic_graph.rules._messages import field, user_text
 from symfonic_graph.rules.events import Conversation, ToolCall, ToolCallRef
 
-__all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "Cue", "CueEmbedder", "earlier_siblings",
-           "is_reminders", "last_human_text", "wall_time"]
+__all__ = ["REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "Cue", "earlier_siblings", "is_reminders",
+           "last_human_text", "wall_time"]
 
 REMINDERS_MARKER_KEY: Final = "symfonic_graph_memory"
 """``response_metadata`` key marking the trailing reminders message (never sent to a provider)."""
@@ -40,40 +38,6 @@ class Cue:
 
     def __init__(self, prompt: str) -> None:
         self.prompt = prompt
-
-
-class CueEmbedder:
-    """The embedding of a turn's cue for semantic reminders, by the wiring's ``embeddings``, once per text.
-
-    A run calls the model several times for one user message (around its
-    tool calls); the cue is embedded once, and the last ``keep`` texts'
-    embeddings are kept. No ``embeddings``, an empty cue or a failing model
-    give None: no semantic reminder that turn (``embed_cue``).
-    """
-
-    __slots__ = ("_held", "_keep", "embeddings")
-
-    def __init__(self, embeddings: Any, *, keep: int = 256) -> None:
-        if embeddings is not None and not callable(getattr(embeddings, "aembed_query", None)):
-            raise TypeError("embeddings must be a LangChain Embeddings (with aembed_query), "
-                            f"got {type(embeddings).__name__}")
-        self.embeddings = embeddings
-        self._held: OrderedDict[str, list[float]] = OrderedDict()
-        self._keep = keep
-
-    async def __call__(self, cue: str) -> list[float] | None:
-        if self.embeddings is None:
-            return None
-        held = self._held.get(cue)
-        if held is not None:
-            self._held.move_to_end(cue)
-            return held
-        vector = await embed_cue(self.embeddings, cue)
-        if vector is not None:
-            self._held[cue] = vector
-            if len(self._held) > self._keep:
-                self._held.popitem(last=False)
-        return vector
 
 
 def is_reminders(message: object) -> bool:

@@ -95,7 +95,6 @@ from symfonic_graph.integrations._shared import (
     REMINDERS_MARKER_KEY,
     REMINDERS_MARKER_VALUE,
     Cue,
-    CueEmbedder,
     earlier_siblings,
     last_human_text,
     wall_time,
@@ -103,7 +102,7 @@ from symfonic_graph.integrations._shared import (
 from symfonic_graph.integrations.reminder_tools import reminder_tools
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.memory.limits import LimitLedger
-from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
+from symfonic_graph.memory.triggers import CueEmbedder, ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory, TurnSnapshot
 from symfonic_graph.memory.turn_scope import SCOPE_KEY, scope_of
 from symfonic_graph.rules._messages import call_ref, messages_of

@@ -49,10 +49,10 @@ from langgraph.types import Checkpointer, Command
 from symfonic_graph.errors import StoreUnavailableError
 from symfonic_graph.integrations._adapters import Conversations, terminal_ai_message, tool_message
 from symfonic_graph.integrations._decisions import Watch, check_sink
-from symfonic_graph.integrations._shared import Cue, CueEmbedder, last_human_text, wall_time
+from symfonic_graph.integrations._shared import Cue, last_human_text, wall_time
 from symfonic_graph.memory.layers.prospective import ProspectiveLayer
 from symfonic_graph.memory.limits import LimitLedger, uncounted
-from symfonic_graph.memory.triggers import ProspectiveTriggerCapability, no_text_match
+from symfonic_graph.memory.triggers import CueEmbedder, ProspectiveTriggerCapability, no_text_match
 from symfonic_graph.memory.turn import TurnMemory
 from symfonic_graph.rules._messages import messages_of, terminal_tool_calls
 from symfonic_graph.rules.decisions import DecisionSink

@@ -25,6 +25,7 @@ import inspect
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol, runtime_checkable
@@ -53,6 +54,7 @@ __all__ = [
     "PendingTriggerSource",
     "ProspectiveTriggerCapability",
     "TriggerSelectionSink",
+    "CueEmbedder",
     "embed_cue",
     "event_matches",
     "no_text_match",
@@ -260,6 +262,40 @@ async def embed_cue(embeddings: Any, cue: str) -> list[float] | None:
         return None
 
 
+class CueEmbedder:
+    """The embedding of a turn's cue for semantic reminders, by the wiring's ``embeddings``, once per text.
+
+    A run calls the model several times for one user message (around its
+    tool calls); the cue is embedded once, and the last ``keep`` texts'
+    embeddings are kept. No ``embeddings``, an empty cue or a failing model
+    give None: no semantic reminder that turn (``embed_cue``).
+    """
+
+    __slots__ = ("_held", "_keep", "embeddings")
+
+    def __init__(self, embeddings: Any, *, keep: int = 256) -> None:
+        if embeddings is not None and not callable(getattr(embeddings, "aembed_query", None)):
+            raise TypeError("embeddings must be a LangChain Embeddings (with aembed_query), "
+                            f"got {type(embeddings).__name__}")
+        self.embeddings = embeddings
+        self._held: OrderedDict[str, list[float]] = OrderedDict()
+        self._keep = keep
+
+    async def __call__(self, cue: str) -> list[float] | None:
+        if self.embeddings is None:
+            return None
+        held = self._held.get(cue)
+        if held is not None:
+            self._held.move_to_end(cue)
+            return held
+        vector = await embed_cue(self.embeddings, cue)
+        if vector is not None:
+            self._held[cue] = vector
+            if len(self._held) > self._keep:
+                self._held.popitem(last=False)
+        return vector
+
+
 def no_text_match(condition: str, cue: str) -> bool:
     """The evaluator of a wiring given none: no text trigger is selected; time triggers still are when due."""
     return False
@@ -389,9 +425,7 @@ class ProspectiveTriggerCapability:
         if claim is not None and not callable(claim):
             raise TypeError(f"claim must be an async (scope, ids) -> ids callable, got {type(claim).__name__}")
         self.claim: Claim | None = claim if claim is not None else getattr(source, "claim_once", None)
-        if embeddings is not None and not callable(getattr(embeddings, "aembed_query", None)):
-            raise TypeError("embeddings must be a LangChain Embeddings (aembed_query), "
-                            f"got {type(embeddings).__name__}")
+        self._embed = CueEmbedder(embeddings)  # refuses what is no Embeddings
         self.embeddings = embeddings
 
     async def contribute(self, request: object) -> list[PluginContribution]:
@@ -399,7 +433,7 @@ class ProspectiveTriggerCapability:
         cue = self._cue(request)
         if cue is None:
             return []
-        triggers = await self._pending(await embed_cue(self.embeddings, cue) if self.embeddings else None)
+        triggers = await self._pending(await self._embed(cue))
         if triggers is None:
             return []
         results = self._results(request) if any(t.kind == "event" for t in triggers) else ()
