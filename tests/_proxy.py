@@ -17,7 +17,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
 from urllib.parse import urlsplit
+
+import neo4j
+
+from symfonic_graph import GraphMemoryStore
 
 
 class TcpProxy:
@@ -88,3 +94,18 @@ class TcpProxy:
         await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
+
+
+@contextlib.asynccontextmanager
+async def proxied_store(settings: Any, *, query_timeout: float) -> AsyncIterator[tuple[GraphMemoryStore, TcpProxy]]:
+    """A store whose own driver reaches the test server (``Neo4jSettings``) through a proxy the test can cut.
+
+    On the way out the proxy is cut and the driver closed.
+    """
+    proxy = await TcpProxy.in_front_of(settings.uri)
+    driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(settings.user, settings.password))
+    try:
+        yield GraphMemoryStore(driver, database=settings.database, query_timeout=query_timeout), proxy
+    finally:
+        await proxy.cut()
+        await driver.close()

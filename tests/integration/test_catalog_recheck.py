@@ -14,13 +14,12 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import neo4j
 import pytest
 
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from tests._fakes import Clock
-from tests._proxy import TcpProxy
+from tests._proxy import TcpProxy, proxied_store
 from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
@@ -46,13 +45,8 @@ class ShippedRows(GraphMemoryStore):
 @pytest.fixture
 async def proxied(neo4j_settings: Neo4jSettings, _schema: None) -> AsyncIterator[tuple[GraphMemoryStore, TcpProxy]]:
     """A store reaching the test server through a TCP proxy the test can cut (an outage)."""
-    proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
-    driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
-    try:
-        yield GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=5.0), proxy
-    finally:
-        await proxy.cut()
-        await driver.close()
+    async with proxied_store(neo4j_settings, query_timeout=5.0) as pair:
+        yield pair
 
 
 async def _seed(store: GraphMemoryStore, scope: MemoryScope, label: str = "Deliver") -> None:

@@ -21,7 +21,6 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import neo4j
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage
@@ -35,7 +34,7 @@ from symfonic_graph.langgraph import build_agent_graph
 from symfonic_graph.memory.decision_log import prune_decisions
 from tests._cli import run_cli_on
 from tests._fakes import Scripted, ai_calls, assert_every_call_answered, recording_tools
-from tests._proxy import TcpProxy
+from tests._proxy import TcpProxy, proxied_store
 from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
@@ -76,13 +75,8 @@ async def _graph(memory: TurnMemory, scope: MemoryScope, model: Scripted, tools:
 @pytest.fixture
 async def proxied(neo4j_settings: Neo4jSettings, _schema: None) -> AsyncIterator[tuple[TcpProxy, GraphMemoryStore]]:
     """A new process's store, through a proxy the test can cut."""
-    proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
-    driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
-    try:
-        yield proxy, GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=2.0)
-    finally:
-        await proxy.cut()
-        await driver.close()
+    async with proxied_store(neo4j_settings, query_timeout=2.0) as (store, proxy):
+        yield proxy, store
 
 
 async def _nodes(store: GraphMemoryStore, tenant: str) -> list[dict[str, Any]]:

@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-import neo4j
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
@@ -24,7 +23,7 @@ from symfonic_graph.langgraph import build_agent_graph
 from symfonic_graph.memory.turn import DEFAULT_OUTAGE_GRACE
 from tests._fakes import Clock, Scripted, ai_calls, recording_tools
 from tests._otel import recording_spans
-from tests._proxy import TcpProxy
+from tests._proxy import TcpProxy, proxied_store
 from tests.conftest import Neo4jSettings
 
 pytestmark = pytest.mark.anyio
@@ -35,13 +34,8 @@ MISSING = "Missing precondition: call get_status before deliver (skill: Deliver)
 @pytest.fixture
 async def proxied(neo4j_settings: Neo4jSettings, _schema: None) -> AsyncIterator[tuple[GraphMemoryStore, TcpProxy]]:
     """A store whose driver reaches the test server through a proxy the test can cut."""
-    proxy = await TcpProxy.in_front_of(neo4j_settings.uri)
-    driver = neo4j.AsyncGraphDatabase.driver(proxy.uri, auth=(neo4j_settings.user, neo4j_settings.password))
-    try:
-        yield GraphMemoryStore(driver, database=neo4j_settings.database, query_timeout=10.0), proxy
-    finally:
-        await proxy.cut()
-        await driver.close()
+    async with proxied_store(neo4j_settings, query_timeout=10.0) as pair:
+        yield pair
 
 
 async def _seed(store: GraphMemoryStore, scope: MemoryScope) -> None:
