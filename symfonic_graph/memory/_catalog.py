@@ -62,7 +62,8 @@ class TenantRules(RuleSet):
     digest: bytes
 
 
-_JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
+COMPACT_JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
+"""Compact JSON (no spaces, no cycle check): the text rows are digested and weighed by."""
 
 
 def fingerprint(rows: Sequence[Any]) -> bytes | None:
@@ -74,7 +75,7 @@ def fingerprint(rows: Sequence[Any]) -> bytes | None:
     by hand) gives None, and such a catalog is read afresh every time.
     """
     try:
-        text = _JSON.encode(rows)
+        text = COMPACT_JSON.encode(rows)
     except (TypeError, ValueError):
         return None
     return hashlib.blake2b(text.encode("ascii"), digest_size=16).digest()
@@ -106,7 +107,7 @@ def _content_key(row: Sequence[Any]) -> str | None:
             or (created is not None and type(created) is not str) or (rev is not None and type(rev) is not str)):
         return None
     try:
-        return _JSON.encode([row[3:12], row[14:17], [[e[0], e[2]] if len(e) == 3 else e for e in row[17]]])
+        return COMPACT_JSON.encode([row[3:12], row[14:17], [[e[0], e[2]] if len(e) == 3 else e for e in row[17]]])
     except (TypeError, ValueError):
         return None
 

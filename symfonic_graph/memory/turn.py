@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import json
 import logging
 import math
 import time
@@ -29,7 +28,7 @@ from typing import Any
 from symfonic_graph import telemetry
 from symfonic_graph._store import GraphMemoryStore, positive_count
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
-from symfonic_graph.memory._catalog import Catalog, Compiler
+from symfonic_graph.memory._catalog import COMPACT_JSON, Catalog, Compiler
 from symfonic_graph.memory._coalesce import Coalescer
 from symfonic_graph.memory._recheck import DEFAULT_RECHECK, edited, recheck_after
 from symfonic_graph.memory._snapshot import Saved, SnapshotDir, guarded_by, name_guarded
@@ -459,16 +458,13 @@ class TurnMemory:
         return snapshot
 
 
-_JSON = json.JSONEncoder(check_circular=False, separators=(",", ":"))
-
-
 def _shipped(skills: list[Any]) -> int:
     """The size of the shipped skill rows: their length as JSON text (encoded in C, a few times cheaper
     than walking them), or their characters of text when a value is not plain JSON."""
     if not skills:
         return 0
     try:
-        return len(_JSON.encode(skills))
+        return len(COMPACT_JSON.encode(skills))
     except (TypeError, ValueError):
         return _chars(skills)
 
