@@ -118,6 +118,13 @@ CASE WHEN sc.vector IS NULL OR NOT coalesce(t.kind = 'semantic', false) THEN nul
      ELSE vector.similarity.cosine(t.embedding, sc.vector)
 END
 
+// fragment: index_answer_complete(hits, k)
+// params:
+// Whether `hits`, a vector index answer of at most `k` nodes ({t, score},
+// nearest first), holds every node scoring at least `sc.similarity_floor`
+// (an expression): it came back short, or reached nodes under the floor.
+(size(hits) < k OR any(h IN hits WHERE h.score < sc.similarity_floor))
+
 // fragment: trigger_keep(cap)
 // params:
 // Of the offerable rows `t` (with their `similarity`), the `cap` a turn keeps: due time triggers and
@@ -215,20 +222,21 @@ CALL (sc, published) {
     CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k, sc.vector) YIELD node, score
     RETURN collect({t: node, score: score}) AS first
   }
-  WITH sc, published, keys, held, first,
-       held > sc.semantic_exact
-       AND (size(first) < sc.semantic_k OR any(h IN first WHERE h.score < sc.similarity_floor)) AS first_complete
+  WITH sc, published, keys, held, first, sc.semantic_k * 10 AS wide,
+       held > sc.semantic_exact AND
+       // include: index_answer_complete(first, sc.semantic_k)
+       AS first_complete
   // A full first answer: ask again for ten times as many before scoring the
   // scope exactly (crowding by more than that many is what costs the exact read).
-  CALL (sc, held, first_complete) {
-    WITH sc WHERE held > sc.semantic_exact AND NOT first_complete
-    CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k * 10, sc.vector) YIELD node, score
+  CALL (sc, held, first_complete, wide) {
+    WITH sc, wide WHERE held > sc.semantic_exact AND NOT first_complete
+    CALL db.index.vector.queryNodes('trigger_embedding', wide, sc.vector) YIELD node, score
     RETURN collect({t: node, score: score}) AS wider
   }
   WITH sc, published, keys, CASE WHEN first_complete THEN first ELSE wider END AS hits,
-       first_complete OR (held > sc.semantic_exact AND (size(wider) < sc.semantic_k * 10
-                                                        OR any(h IN wider WHERE h.score < sc.similarity_floor)))
-       AS complete
+       first_complete OR (held > sc.semantic_exact AND
+                          // include: index_answer_complete(wider, wide)
+                         ) AS complete
   CALL (sc, published, keys, hits, complete) {
     UNWIND CASE WHEN complete THEN hits ELSE [] END AS hit
     RETURN hit.t AS t, hit.score AS similarity
