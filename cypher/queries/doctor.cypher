@@ -214,15 +214,15 @@ WITH t, [x IN [
                              ELSE 'is a ' + replace(valueType(t.kind), ' NOT NULL', '') END
               + ' is not text|time|event|semantic: never offered'
        END,
-       // The same test as the turn's exact read (triggers.cypher): a list of numbers with a usable norm.
+       // The same tests as the turn's scoring (trigger_similarity): a list of numbers with a usable norm.
        CASE
-         WHEN coalesce(t.kind = 'semantic', false) AND NOT coalesce(valueType(t.embedding) IN
-                ['LIST<FLOAT NOT NULL> NOT NULL', 'LIST<INTEGER NOT NULL> NOT NULL'], false)
+         WHEN coalesce(t.kind = 'semantic', false) AND NOT
+                // include: embedding_numbers(t)
            THEN 'a semantic trigger whose embedding is ' + CASE WHEN t.embedding IS NULL THEN 'missing'
                 ELSE 'a ' + replace(valueType(t.embedding), ' NOT NULL', '') END
                 + ', not a list of numbers: never offered (write it with ProspectiveLayer(store, embeddings=...))'
-         WHEN coalesce(t.kind = 'semantic', false)
-              AND NOT 1e-12 < reduce(sq = 0.0, x IN t.embedding | sq + x * x) < 1e36
+         WHEN coalesce(t.kind = 'semantic', false) AND NOT
+                // include: embedding_norm_usable(t)
            THEN 'a semantic trigger whose embedding is all zeros, empty or out of float32 range: never offered'
          WHEN NOT coalesce(t.kind = 'semantic', false) AND t.embedding IS NOT NULL
            THEN 'an embedding on a trigger that is not semantic: ignored'

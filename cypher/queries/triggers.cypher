@@ -111,12 +111,29 @@ END
 // is its own CASE branch, evaluated in order, so none runs on a value an
 // earlier one refused. doctor reports the same embeddings.
 CASE WHEN sc.vector IS NULL OR NOT coalesce(t.kind = 'semantic', false) THEN null
-     WHEN NOT coalesce(valueType(t.embedding) IN ['LIST<FLOAT NOT NULL> NOT NULL',
-                                                 'LIST<INTEGER NOT NULL> NOT NULL'], false) THEN null
+     WHEN NOT
+       // include: embedding_numbers(t)
+       THEN null
      WHEN size(t.embedding) <> size(sc.vector) THEN null
-     WHEN NOT 1e-12 < reduce(sq = 0.0, x IN t.embedding | sq + x * x) < 1e36 THEN null
+     WHEN NOT
+       // include: embedding_norm_usable(t)
+       THEN null
      ELSE vector.similarity.cosine(t.embedding, sc.vector)
 END
+
+// fragment: embedding_numbers(t)
+// params:
+// Whether trigger `t`'s embedding is a list of numbers without nulls (an
+// expression): what the similarity function and the vector index take.
+coalesce(valueType(t.embedding) IN ['LIST<FLOAT NOT NULL> NOT NULL', 'LIST<INTEGER NOT NULL> NOT NULL'], false)
+
+// fragment: embedding_norm_usable(t)
+// params:
+// Whether trigger `t`'s embedding, a list of numbers (embedding_numbers),
+// has a squared norm the similarity function takes (an expression): not
+// empty, not all zeros, every component within float32. The library checks
+// the same bounds when it writes one (shape/_embedding.py).
+(1e-12 < reduce(sq = 0.0, x IN t.embedding | sq + x * x) < 1e36)
 
 // fragment: index_answer_complete(hits, k)
 // params:
