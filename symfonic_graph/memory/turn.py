@@ -251,7 +251,7 @@ class TurnMemory:
         with self.store.deadline():
             return await self._begin(scope, meaning)
 
-    async def _begin(self, scope: MemoryScope, meaning: Mapping[str, Any] | None = None) -> TurnSnapshot:
+    async def _begin(self, scope: MemoryScope, meaning: Mapping[str, Any]) -> TurnSnapshot:
         scope = scope_of(scope, where="begin(scope)")
         now = self.clock()
         cached = self._catalogs.get(scope)
@@ -405,12 +405,9 @@ class TurnMemory:
             ):  # stale now; rows identical to its own still reuse its compiled rules
                 self._catalogs[each] = dataclasses.replace(cached, fetched_at=-math.inf)
 
-    async def _read(
-        self, scope: MemoryScope, known: int | None, meaning: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    async def _read(self, scope: MemoryScope, known: int | None, meaning: Mapping[str, Any]) -> dict[str, Any]:
         params = {**scope.params(), "known_version": known, "write_id": None,
-                  "include_drafts": False, "include_retracted": False,
-                  **(meaning or _embedding.meaning(None, self.similarity))}
+                  "include_drafts": False, "include_retracted": False, **meaning}
         cached = self._catalogs.get(scope)
         big = known is None and cached is not None and len(cached.skills) >= BIG_CATALOG
         if self._coalescer is not None and not big:  # a big catalog to ship would slow every scope of a batch
