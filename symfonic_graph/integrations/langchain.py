@@ -343,7 +343,8 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             ScopeError: the call has no usable scope.
         """
         scope = self.scope_for(getattr(request.runtime, "context", None), request.state)
-        embedding = await self._embed(last_human_text(request.messages))
+        embedding = (await self._embed(last_human_text(request.messages)) if self._embed.embeddings is not None
+                     else None)  # no messages scanned without a model
         try:
             snapshot = await self.memory.begin(scope, embedding=embedding)
         except StoreUnavailableError as exc:
