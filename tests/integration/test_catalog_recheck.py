@@ -26,7 +26,11 @@ pytestmark = pytest.mark.anyio
 
 
 class ShippedRows(GraphMemoryStore):
-    """The real store on the same driver, recording for each turn row what the server returned."""
+    """The real store on the same driver, recording for each turn row what the server returned.
+
+    Its turns read without coalescing (one query per turn): a caller that stops waiting for a slow batch
+    reads alone while the batch runs to its end, and both rows would be counted.
+    """
 
     def __init__(self, store: GraphMemoryStore) -> None:
         super().__init__(store.driver, database=store.database)
@@ -64,7 +68,7 @@ async def test_an_unchanged_catalog_past_max_age_is_not_shipped_again(
 ) -> None:
     await _seed(store, scope)
     counting, clock = ShippedRows(store), Clock()
-    memory = TurnMemory(counting, clock=clock)  # max_age 10 s, recheck_every 300 s
+    memory = TurnMemory(counting, clock=clock, coalesce_window=None)  # max_age 10 s, recheck_every 300 s
     user = MemoryScope(scope.tenant_id, "user-1")
     for _ in range(20):  # 20 turns 11 s apart: each one past max_age, 220 s in all
         assert await _labels(memory, scope) == ["Deliver"]
@@ -106,7 +110,7 @@ async def test_an_edit_without_a_bump_is_seen_within_recheck_every_and_named(
 ) -> None:
     await _seed(store, scope)
     counting, clock = ShippedRows(store), Clock()
-    memory = TurnMemory(counting, clock=clock, recheck_every=120)
+    memory = TurnMemory(counting, clock=clock, recheck_every=120, coalesce_window=None)
     users = [MemoryScope(scope.tenant_id, f"user-{i}") for i in range(3)]
     for each in (scope, *users):
         assert await _labels(memory, each) == ["Deliver"]
@@ -143,7 +147,7 @@ async def test_a_version_read_once_is_read_again_past_max_age_before_it_is_trust
     """
     await _seed(store, scope)
     counting, clock = ShippedRows(store), Clock()
-    memory = TurnMemory(counting, clock=clock)
+    memory = TurnMemory(counting, clock=clock, coalesce_window=None)
     assert await _labels(memory, scope) == ["Deliver"]
     await store.driver.execute_query(
         "MATCH (s:Skill {tenant_id: $t}) SET s.label = 'Deliver (what the write left)'", t=scope.tenant_id)
@@ -167,7 +171,7 @@ async def test_a_namespace_edit_without_a_bump_stays_with_its_scope(
     mine, other = MemoryScope(scope.tenant_id, "mine"), MemoryScope(scope.tenant_id, "other")
     await _seed(store, mine, label="Mine")
     counting, clock = ShippedRows(store), Clock()
-    memory = TurnMemory(counting, clock=clock, recheck_every=100)
+    memory = TurnMemory(counting, clock=clock, recheck_every=100, coalesce_window=None)
     assert await _labels(memory, mine) == ["Deliver", "Mine"]
     clock.now += 11
     assert await _labels(memory, mine) == ["Deliver", "Mine"]  # past max_age: the version confirmed (t = 11)
