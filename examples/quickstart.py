@@ -50,6 +50,7 @@ async def main() -> None:
 
         # Every turn: one read (catalog version, skills only if changed, pending triggers).
         memory = TurnMemory(store)  # one per process
+        await memory.warm_up()  # as the process starts: Neo4j plans the turn's queries before a turn waits for it
         snapshot = await memory.begin(user_7)
 
         # Pre-flight: the rules for the cached system prompt (byte-identical while the catalog is unchanged).

@@ -14,7 +14,7 @@ from __future__ import annotations
 import functools
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from typing import Any, Concatenate, ParamSpec, Self, TypeVar
@@ -143,7 +143,9 @@ class Transport:
         finally:
             _DEADLINE.reset(token)
 
-    async def _within_timeout(self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False) -> T:
+    async def _within_timeout(
+        self, work: Callable[[], Awaitable[T]], what: str, *, writes: bool = False, timeout: float | None = None,
+    ) -> T:
         """Run ``work`` within ``query_timeout``; let only ``SymfonicGraphError`` out.
 
         ``_session`` turns the driver's retry loop off, so retries happen here:
@@ -155,13 +157,15 @@ class Transport:
         (``AuthenticationError``), a query Neo4j refuses (``QueryError``, a
         ``ClientError`` too), a value the driver cannot send (``ValidationError``)
         and an unreachable or failing server (``StoreUnavailableError``). The
-        driver's exception is the ``__cause__``.
+        driver's exception is the ``__cause__``. ``timeout`` replaces
+        ``query_timeout`` (``plan`` only).
         """
         last: Neo4jError | DriverError | None = None  # the last transient failure, retried
+        limit = self.query_timeout if timeout is None else timeout
 
         # The call's deadline (GraphMemoryStore.deadline) when one is running, else this round trip's own.
         end = _DEADLINE.get()
-        budget = self.query_timeout if end is None else min(self.query_timeout, end - time.monotonic())
+        budget = limit if end is None else min(limit, end - time.monotonic())
         try:
             if budget <= 0:
                 raise TimeoutError
@@ -184,7 +188,7 @@ class Transport:
         except SymfonicGraphError:
             raise
         except Exception as exc:
-            attempt = Attempt(what, writes=writes, timeout=self.query_timeout, target=self._target(),
+            attempt = Attempt(what, writes=writes, timeout=limit, target=self._target(),
                               database=self.database, last=last)
             typed = typed_failure(exc, attempt)
             if typed is None:
@@ -233,6 +237,25 @@ class Transport:
                 return [row_of(record) async for record in result]
 
         return await self._within_timeout(work, f"query {name}")
+
+    async def plan(self, name: str, params: Mapping[str, Any], *, timeout: float) -> None:
+        """Run the named read once, its rows discarded, so that Neo4j plans it and keeps the plan.
+
+        Neo4j keeps a plan per query text and kind of parameters until it
+        restarts; ``params`` must be shaped as the real calls' are. Bounded by
+        ``timeout`` instead of ``query_timeout``: planning a big query on a
+        loaded server may take longer than a turn may wait.
+        """
+        q = query(name)
+        q.check_args(params)
+        q.check_read()
+        statement = neo4j.Query(q.text, timeout=timeout)
+
+        async def work() -> None:
+            async with self._session(access_mode=neo4j.READ_ACCESS) as session:
+                await (await session.run(statement, dict(params))).consume()
+
+        await self._within_timeout(work, f"planning query {name}", timeout=timeout)
 
     async def write_once(self, name: str, **params: Any) -> list[Row]:
         """Run one named write query as an auto-commit query (one Bolt round trip); its rows.

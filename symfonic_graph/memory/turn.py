@@ -405,9 +405,36 @@ class TurnMemory:
             ):  # stale now; rows identical to its own still reuse its compiled rules
                 self._catalogs[each] = dataclasses.replace(cached, fetched_at=-math.inf)
 
+    async def warm_up(self, *, timeout: float = 120.0) -> None:
+        """Have Neo4j plan the turn's queries now, so that no turn waits for it; call it as a process starts.
+
+        Neo4j plans a query the first time it meets it and keeps the plan
+        until it restarts. The turn's two queries (a first read, a warm
+        read) take about a second each to plan on a small idle server, more
+        on a loaded one: time the first turns after a deployment or a Neo4j
+        restart would otherwise spend within their ``query_timeout`` (the
+        gate then passing through, as in an outage). Both run once for a
+        scope no tenant can hold (its id has a control character), so they
+        read nothing; ``timeout`` bounds each instead of ``query_timeout``.
+
+        Raises:
+            StoreUnavailableError: Neo4j did not answer within ``timeout``.
+
+        Example:
+            >>> memory = TurnMemory(store)
+            >>> await memory.warm_up()  # before the process serves turns
+        """
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+            raise ValidationError("timeout", f"must be a finite number of seconds > 0, got {timeout!r}")
+        nobody = {"tenant_id": "\x07warm-up", "namespace": None}
+        now = instant("wall_clock()", self.wall_clock())
+        for name, known in (("turn_snapshot", None), ("turn_snapshot_warm", 0)):
+            entry = _entry(nobody, known, _embedding.meaning(None, self.similarity))
+            await self.store.plan(name, {"scopes": [entry], "max_triggers": self.max_triggers, "now": now},
+                                  timeout=float(timeout))
+
     async def _read(self, scope: MemoryScope, known: int | None, meaning: Mapping[str, Any]) -> dict[str, Any]:
-        params = {**scope.params(), "known_version": known, "write_id": None,
-                  "include_drafts": False, "include_retracted": False, **meaning}
+        params = _entry(scope.params(), known, meaning)
         cached = self._catalogs.get(scope)
         big = known is None and cached is not None and len(cached.skills) >= BIG_CATALOG
         if self._coalescer is not None and not big:  # a big catalog to ship would slow every scope of a batch
@@ -453,6 +480,12 @@ class TurnMemory:
         if snapshot is None or self.clock() - snapshot.taken_at >= self.max_age:
             snapshot = await self.begin(scope)
         return snapshot
+
+
+def _entry(scope: Mapping[str, Any], known: int | None, meaning: Mapping[str, Any]) -> dict[str, Any]:
+    """A scope's entry of the turn queries' ``$scopes``: the one shape every turn read, and ``warm_up``, send."""
+    return {**scope, "known_version": known, "write_id": None, "include_drafts": False, "include_retracted": False,
+            **meaning}
 
 
 def _shipped(skills: list[Any]) -> int:

@@ -157,6 +157,7 @@ async def run_demo(
     t.say(f"seeded tenants acme and globex from cypher/seeds/{DEMO_SEED} ({count} statements)")
     acme, globex = MemoryScope("acme", "user-7"), MemoryScope("globex")
     memory = TurnMemory(store)
+    await memory.warm_up()
     if agent == "middleware":
         await _middleware_demo(t, memory, acme, globex)
     else:
