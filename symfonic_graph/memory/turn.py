@@ -463,7 +463,7 @@ class TurnMemory:
                 for i, row in zip(moved, again, strict=True):
                     rows[i] = {**row, "query": "turn_snapshot"}
         for row in rows:  # what the coalescer weighs: a scope that ships a lot is read outside batches
-            row["shipped"] = _shipped(row["skills"]) + _chars(row["triggers"])
+            row["shipped"] = _shipped(row["skills"]) + _shipped(row["triggers"])
         return rows
 
     async def get_active_skills(self, state: Any) -> Sequence[Skill]:
@@ -488,15 +488,15 @@ def _entry(scope: Mapping[str, Any], known: int | None, meaning: Mapping[str, An
             **meaning}
 
 
-def _shipped(skills: list[Any]) -> int:
-    """The size of the shipped skill rows: their length as JSON text (encoded in C, a few times cheaper
-    than walking them), or their characters of text when a value is not plain JSON."""
-    if not skills:
+def _shipped(rows: list[Any]) -> int:
+    """The size of shipped rows (skills, triggers): their length as JSON text (encoded in C, a few times
+    cheaper than walking them), or their characters of text when a value is not plain JSON."""
+    if not rows:
         return 0
     try:
-        return len(COMPACT_JSON.encode(skills))
+        return len(COMPACT_JSON.encode(rows))
     except (TypeError, ValueError):
-        return _chars(skills)
+        return _chars(rows)
 
 
 def _chars(value: Any, depth: int = 0) -> int:

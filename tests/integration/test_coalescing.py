@@ -242,6 +242,30 @@ async def test_a_big_catalog_is_shipped_in_a_query_of_its_own(store: GraphMemory
     assert len((await memory.begin(big)).skills) == BIG_CATALOG
 
 
+
+async def test_a_scope_whose_reminders_ship_a_lot_is_read_alone_too(store: GraphMemoryStore, tenant: str) -> None:
+    """The reminders a warm turn ships count toward a row's weight as the skills do (each turn re-reads them)."""
+    from symfonic_graph.memory._coalesce import SOLO_CHARS
+
+    small = await _seed(store, tenant)
+    loud = MemoryScope(f"{tenant}-loud", "user-1")
+    for i in range(SOLO_CHARS // 7_000 + 2):
+        await ProspectiveLayer(store).set_trigger(loud, condition=f"c{i}", task=f"{i} " + "x" * 7_000)
+    recording = RecordingScopes(store)
+    memory = TurnMemory(recording)
+
+    async def round_of_turns() -> None:
+        async with anyio.create_task_group() as tg:
+            for scope in [*small, loud]:
+                tg.start_soon(memory.begin, scope)
+
+    await round_of_turns()  # warm from here on: only the reminders ship
+    recording.batches.clear()
+    await round_of_turns()
+    assert {loud.tenant_id} in recording.batches  # alone
+    assert all(loud.tenant_id not in batch for batch in recording.batches if len(batch) > 1)
+    assert len((await memory.begin(loud)).triggers) == SOLO_CHARS // 7_000 + 2
+
 class _HeldFirstRead(GraphMemoryStore):
     """The real store on the same driver; its first turn read is held a while (a slow batch), then sent."""
 
