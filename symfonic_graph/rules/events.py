@@ -132,6 +132,9 @@ class CallResult:
     _parsed: Any = dataclass_field(default=_UNPARSED, init=False, repr=False, compare=False)
     scope: Any = dataclass_field(default=None, init=False, repr=False, compare=False)
     """What rules' expressions bound of this result (set by the rules on first use; reused by every decision)."""
+    held: Any = dataclass_field(default=None, init=False, repr=False, compare=False)
+    """What each expression reading only this result (``result``, ``call``) gave over it, by its text (a pure
+    function of the result: set by the rules on first use, reused by every later decision)."""
 
     @classmethod
     def of(cls, call: ToolCall, *, failed: bool, content: Any = None) -> CallResult:

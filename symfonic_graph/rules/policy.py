@@ -27,15 +27,22 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from itertools import chain
 from typing import Any, Literal, overload
 
 from symfonic_graph.rules.events import CallResult, History
 from symfonic_graph.rules.preconditions import same_arguments
-from symfonic_graph.shape.expressions import Expression, ExpressionError, Scope, bindable, evaluate, evaluate_bool
+from symfonic_graph.shape.expressions import (
+    Expression,
+    ExpressionError,
+    Scope,
+    bindable,
+    bindable_fields,
+    evaluate,
+    evaluate_bool,
+)
 from symfonic_graph.shape.names import bare_identifier
 from symfonic_graph.shape.rule_kinds import AnyPrecondition, CheckPrecondition, FactPrecondition, LimitPrecondition
 
@@ -63,30 +70,42 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+_PENDING: Any = object()  # ``args`` seen but not converted whole yet
+
+
 class Bindings:
     """What the expressions of one decision read besides ``args``: the state and the clock (converted once)."""
 
-    __slots__ = ("_args", "_scopes", "_state", "now", "raw_state")
+    __slots__ = ("_args", "_full", "_scopes", "_state", "_values", "now", "raw_state")
 
     def __init__(self, state: object, now: datetime) -> None:
         self.raw_state = state
         self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         self._state: Any = None
-        self._args: tuple[object, Any] = (None, None)
+        self._args: object = None
+        self._full: Any = None  # ``args`` converted whole (``_PENDING``: not yet)
         self._scopes: dict[Reads, Scope] = {}
+        self._values: dict[Reads, dict[str, Any]] = {}
+
+    def _seen(self, args: object) -> None:
+        """Make ``args`` the call's arguments (a new ``args`` forgets what was bound of the previous one)."""
+        if self._args is not args:
+            self._args, self._full = args, _PENDING
+            self._scopes = {}
+            self._values = {}
 
     def args(self, args: object) -> Any:
         """``args`` as expressions read them (converted once per call, however many rules read them)."""
-        if self._args[0] is not args:
-            self._args = (args, bindable(args) if isinstance(args, Mapping) else {})
-            self._scopes = {}
-        return self._args[1]
+        self._seen(args)
+        if self._full is _PENDING:
+            self._full = bindable(args) if isinstance(args, Mapping) else {}
+        return self._full
 
     def scope(self, expression: Expression, args: object) -> Scope:
         """A scope holding what ``expression`` reads of ``args``, the state and the clock (bound once per call:
         binding a value costs about a microsecond per field, evaluating in a bound scope well under one)."""
         if "args" in expression.names:
-            self.args(args)  # a new ``args`` forgets the scopes
+            self._seen(args)
         reads = _reads(expression)
         scope = self._scopes.get(reads)
         if scope is None:
@@ -94,16 +113,31 @@ class Bindings:
         return scope
 
     def values(self, reads: Reads, args: object) -> dict[str, Any]:
-        """The values of ``args``, ``now`` and ``state`` an expression reads (``reads``: see ``_reads``)."""
+        """The values of ``args``, ``now`` and ``state`` an expression reads (``reads``: see ``_reads``); the same
+        dictionary for the same ``reads`` and ``args`` (do not change it)."""
         names, of_args, of_state = reads
+        if "args" in names:
+            self._seen(args)
+        found = self._values.get(reads)
+        if found is not None:
+            return found
         out: dict[str, Any] = {}
         if "args" in names:
-            out["args"] = _part(self.args(args), of_args)
+            part = None if of_args is None or self._full is not _PENDING else bindable_fields(args, of_args)
+            out["args"] = _part(self.args(args), of_args) if part is None else part
         if "now" in names:
             out["now"] = self.now
         if "state" in names:
-            out["state"] = _part(self.state, of_state)
+            out["state"] = self._state_part(of_state)
+        self._values[reads] = out
         return out
+
+    def _state_part(self, fields: tuple[str, ...] | None) -> Any:
+        if self._state is None and fields is not None:
+            part = bindable_fields(self.raw_state, fields)  # a state holds the messages: convert what is read
+            if part is not None:
+                return part
+        return _part(self.state, fields)
 
     @property
     def state(self) -> Any:
@@ -167,7 +201,8 @@ def _part(value: Any, fields: tuple[str, ...] | None) -> Any:
 def _vars(expression: Expression, bindings: Bindings, args: object, result: CallResult | None) -> dict[str, Any]:
     out = bindings.values(_reads(expression), args)
     names = expression.names
-    if result is not None:
+    if result is not None and ("result" in names or "call" in names):
+        out = dict(out)
         if "result" in names:
             out["result"] = bindable(result.content)
         if "call" in names:
@@ -176,6 +211,7 @@ def _vars(expression: Expression, bindings: Bindings, args: object, result: Call
 
 
 _CALL_NAMES = frozenset({"args", "now", "state"})  # what an expression reads besides an earlier call
+_RESULT_NAMES = frozenset({"result", "call"})  # what it reads of an earlier call
 
 
 def _scope(result: CallResult) -> Scope:
@@ -190,12 +226,32 @@ def _scope(result: CallResult) -> Scope:
 
 def _holds(expression: Expression, bindings: Bindings, args: object, result: CallResult | None) -> bool | str:
     """True or False, or why it could not be evaluated."""
+    if result is not None and expression.names <= _RESULT_NAMES:
+        return _held(expression, result)
     try:
         if result is None:
             return evaluate_bool(expression, {}, bindings.scope(expression, args))
-        return evaluate_bool(expression, _vars(expression, bindings, args, None), _scope(result))
+        return evaluate_bool(expression, bindings.values(_reads(expression), args), _scope(result))
     except ExpressionError as exc:
         return str(exc)
+
+
+def _held(expression: Expression, result: CallResult) -> bool | str:
+    """``_holds`` for an expression reading only the earlier call: a pure function of that call's result and
+    arguments, so worked out once per result and kept on it (every later decision reads it)."""
+    held: dict[str, bool | str] | None = result.held
+    if held is None:
+        held = {}
+        object.__setattr__(result, "held", held)
+    found = held.get(expression.text)
+    if found is None:
+        try:
+            found = evaluate_bool(expression, {}, _scope(result))
+        except ExpressionError as exc:
+            found = str(exc)
+        if len(held) < 256:
+            held[expression.text] = found
+    return found
 
 
 def _pairs_match(pairs: Sequence[tuple[str, str]], args: Mapping[str, Any] | None,
@@ -267,47 +323,46 @@ def _voided(entry: FactPrecondition, index: int, results: Sequence[CallResult]) 
     return False
 
 
-def fact_candidates(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History) -> Iterator[CallResult]:
-    """The earlier successful calls of the fact's tool it may be met by (window, ``same_args``, voids, ``latest``),
-    newest first, found one at a time (a fact met by its newest call reads no older one)."""
+def fact_outcome(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History,
+                 bindings: Bindings) -> Outcome:
+    """Whether an earlier successful call of the fact's tool satisfies it.
+
+    The candidates are its successful calls (in the window, with the ``same_args`` values, not voided; only the
+    newest with ``latest``), read newest first, one at a time: a fact met by its newest call reads no older one.
+    """
     results = history.results
     latest, same, this_turn = entry.latest, entry.same_args, entry.within == "user_turn"
+    expression: Expression | None = None
+    seen = False
+    why: str | None = None
     for index in reversed(history.positions(_bare(entry.tool))):
         result = results[index]
         if result.failed:
             continue
         if this_turn and result.user_turn < history.user_turn:
             if latest:
-                return
+                break
             continue
-        if not _pairs_match(same, args, result.args):
+        if same and not _pairs_match(same, args, result.args):
             continue
         if entry.voided_by and _voided(entry, index, results):
             if latest:
-                return
+                break
             continue
-        yield result
-        if latest:  # only the most recent call that matches
-            return
-
-
-def fact_outcome(entry: FactPrecondition, args: Mapping[str, Any] | None, history: History,
-                 bindings: Bindings) -> Outcome:
-    """Whether an earlier successful call of the fact's tool satisfies it."""
-    candidates = fact_candidates(entry, args, history)
-    newest = next(candidates, None)
-    if newest is None:
-        return Outcome("missing", fact_phrase(entry))
-    expression = _expression(entry)
-    if expression is None:
-        return MET
-    why: str | None = None
-    for result in chain((newest,), candidates):
-        held = _holds(expression, bindings, args, result)
+        if not seen:
+            seen = True
+            expression = _expression(entry)
+            if expression is None:
+                return MET
+        held = _holds(expression, bindings, args, result)  # type: ignore[arg-type]  # set on the first one
         if held is True:
             return MET
         if held is not False and why is None:
             why = held
+        if latest:  # only the most recent call that matches
+            break
+    if not seen:
+        return Outcome("missing", fact_phrase(entry))
     if why is not None:
         return Outcome("error", f"`{entry.where}` could not be evaluated ({why})")
     return Outcome("refused", entry.message or f"`{entry.tool}` shows the action is not allowed "

@@ -34,8 +34,8 @@ import cel
 
 from symfonic_graph.errors import ValidationError
 
-__all__ = ["MAX_EXPRESSION", "Expression", "ExpressionError", "Scope", "bindable", "compile_expression", "evaluate",
-           "evaluate_bool", "expression_problem"]
+__all__ = ["MAX_EXPRESSION", "Expression", "ExpressionError", "Scope", "bindable", "bindable_fields",
+           "compile_expression", "evaluate", "evaluate_bool", "expression_problem"]
 
 MAX_EXPRESSION: Final = 2_000
 """The longest expression text a rule holds, in characters."""
@@ -201,6 +201,28 @@ def bindable(value: object) -> object:
     """
     out = _value(value)
     return None if out is _DROP else out
+
+
+def bindable_fields(value: object, fields: tuple[str, ...]) -> dict[str, Any] | None:
+    """The ``fields`` of ``bindable(value)`` (those it has, in ``fields`` order), converting only them; None when
+    ``value`` is no ``dict`` keyed by strings only (then only converting it whole gives the same keys).
+
+    Example:
+        >>> bindable_fields({"amount": (1, 2), "note": "n" * 900}, ("amount", "currency"))
+        {'amount': [1, 2]}
+    """
+    if type(value) is not dict:
+        return None
+    for key in value:
+        if type(key) is not str:
+            return None
+    out: dict[str, Any] = {}
+    for name in fields:
+        if name in value:
+            converted = _value(value[name], 1)
+            if converted is not _DROP:
+                out[name] = converted
+    return out
 
 
 class Scope:
