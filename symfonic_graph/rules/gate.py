@@ -241,8 +241,13 @@ def decide_call(
             bindings = Bindings(state, _clock(now))
         matched.append(rule.check(call.args, history, count_failed=count_failed, bindings=bindings,
                                   in_flight=in_flight))
-    blocking = next((c for c in matched if not c.satisfied and (enforce_shadow or not c.shadow)), None)
-    shadowed = tuple(c for c in matched if c.shadow and not c.satisfied and c is not blocking)
+    blocking: SkillCheck | None = None
+    shadow = False  # a matched shadow rule: only then can one be reported
+    for check in matched:
+        shadow = shadow or check.shadow
+        if blocking is None and not check.satisfied and (enforce_shadow or not check.shadow):
+            blocking = check
+    shadowed = tuple(c for c in matched if c.shadow and not c.satisfied and c is not blocking) if shadow else ()
     verdict: Verdict = "allowed" if blocking is None else "blocked"
     return GateDecision(call.name, call.id, verdict, tuple(matched), tuple(dropped), blocking,
                         history.called(count_failed=count_failed), shadowed)

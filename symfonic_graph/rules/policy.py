@@ -398,28 +398,28 @@ def any_outcome(entry: AnyPrecondition, args: Mapping[str, Any] | None, history:
         >>> any_outcome(group, {"user_id": "u1"}, history, Bindings({}, datetime.now(timezone.utc))).detail
         'find_by_name_zip (the others do not hold: Not this user.)'
     """
-    missing: list[str] = []
-    refused: list[str] = []
-    errors: list[str] = []
     names, problems = known or (entry.names, tuple(a.blocking() for a in entry.alternatives))
     called = history.called(count_failed=count_failed)
     for name in names:
         if name in called:
             return MET
-        missing.append(name)
+    missing: list[str] = list(names)
+    refused: list[str] = []
+    errors: list[str] = []
     for alternative, problem in zip(entry.alternatives, problems, strict=True):
         if problem is not None:
             errors.append(f"a misconfigured alternative ({problem})")
             continue
         if isinstance(alternative, FactPrecondition):
             outcome = fact_outcome(alternative, args, history, bindings)
-            if outcome.status == "missing" and action is not None and bare_identifier(alternative.tool) == action:
+            if outcome.status == "missing" and action is not None and _bare(alternative.tool) == action:
                 outcome = Outcome("refused", alternative.message or f"no earlier `{action}` call meets it")
         else:
             outcome = check_outcome(alternative, args, bindings)
-        if outcome.status == "met":
+        status = outcome.status
+        if status == "met":
             return MET
-        {"missing": missing, "refused": refused, "error": errors}[outcome.status].append(outcome.detail)
+        (missing if status == "missing" else refused if status == "refused" else errors).append(outcome.detail)
     if missing:
         detail = " or ".join(dict.fromkeys(missing))
         tried = [*dict.fromkeys(refused), *dict.fromkeys(errors)]

@@ -222,6 +222,11 @@ def shown(entry: Any) -> object:
 
 
 def _step(current: object, segment: str) -> object:
+    if type(current) is dict:  # the usual state: the same three lookups, without building the candidates
+        for key in (segment.upper(), segment.lower(), segment):
+            if key in current:
+                return current[key]
+        return MISSING
     candidates = dict.fromkeys((segment.upper(), segment.lower(), segment))
     if isinstance(current, Mapping):
         for key in candidates:

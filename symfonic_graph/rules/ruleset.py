@@ -175,10 +175,11 @@ class Rule:
     shadow: bool = False
     problems: tuple[str, ...] = ()
     identifier: str | None = None
-    _plan: tuple[tuple[str, ...], tuple[Any, ...], SkillCheck] | None = field(
+    _plan: tuple[tuple[str, ...], tuple[Any, ...], SkillCheck, tuple[int, ...]] | None = field(
         default=None, init=False, repr=False, compare=False)
     """Made on first check: each requirement's phrase; what a decision needs of it that never changes (a tool
-    entry's bare name; an any-of's names and its alternatives' problems); the check when every one is met."""
+    entry's bare name; an any-of's names and its alternatives' problems); the check when every one is met; how
+    each is decided (its kind, tested once)."""
 
     @property
     def key(self) -> str:
@@ -193,6 +194,8 @@ class Rule:
 
     def failure(self, state: object) -> DroppedSkill | None:
         """Why a state predicate drops this skill in ``state``, or None when every predicate holds."""
+        if not self.predicates:
+            return None
         failing = self._failing(state)
         if failing is None:
             return None
@@ -201,7 +204,7 @@ class Rule:
 
     def applies(self, state: object) -> bool:
         """True when every state predicate holds in ``state`` (``failure`` without building its report)."""
-        return self._failing(state) is None
+        return not self.predicates or self._failing(state) is None
 
     def _failing(self, state: object) -> tuple[int, str] | None:
         for index, predicate in enumerate(self.predicates):
@@ -226,29 +229,32 @@ class Rule:
         refused: list[str] = []
         errors: list[str] = []
         counted: list[tuple[str, LimitPrecondition, float]] = []
-        phrases, known, passed = self._plan or self._planned()
-        for position, entry in enumerate(self.requirements):
-            if isinstance(entry, ToolPrecondition):
+        phrases, known, passed, kinds = self._plan or self._planned()
+        entries: tuple[Any, ...] = self.requirements  # each entry's kind is ``kinds[position]``
+        for position, entry in enumerate(entries):
+            kind = kinds[position]
+            if kind == _TOOL:
                 met, only_failed = tool_requirement_met(entry, args, history, count_failed=count_failed,
                                                         name=known[position])
                 if only_failed:
                     failed.append(entry.tool)
-            elif isinstance(entry, AnyPrecondition) and not entry.alternatives:
+            elif kind == _NAMES:
                 met, failed_tools = _any_met(known[position][0], history, count_failed)
-                failed.extend(failed_tools)
-            elif isinstance(entry, UnreadablePrecondition):
+                if failed_tools:
+                    failed.extend(failed_tools)
+            elif kind == _UNREADABLE:
                 met = False
                 unreadable.append(entry.reason)
             else:
                 if bindings is None:
                     bindings = Bindings(None, utc_now())
-                if isinstance(entry, FactPrecondition):
+                if kind == _FACT:
                     outcome = fact_outcome(entry, args, history, bindings)
                     if outcome.status == "missing" and entry.tool == self.action_tool:  # never "call A before A"
                         outcome = Outcome("refused", entry.message or f"no earlier `{entry.tool}` call meets it")
-                elif isinstance(entry, CheckPrecondition):
+                elif kind == _CHECK:
                     outcome = check_outcome(entry, args, bindings)
-                elif isinstance(entry, LimitPrecondition):
+                elif kind == _LIMIT:
                     outcome = limit_outcome(entry, self.action_tool or "", args, history, bindings, in_flight)
                     if outcome.status == "met" and entry.per != "conversation":
                         amount = limit_amount(entry, args, bindings)
@@ -259,12 +265,14 @@ class Rule:
                 else:
                     outcome = any_outcome(entry, args, history, bindings, count_failed=count_failed,
                                           action=self.action_tool, known=known[position])
-                met = outcome.status == "met"
-                if outcome.status == "missing":
+                status = outcome.status
+                if status == "met":
+                    continue
+                if status == "missing":
                     missing.append(outcome.detail)
-                elif outcome.status == "refused":
+                elif status == "refused":
                     refused.append(outcome.detail)
-                elif outcome.status == "error":
+                elif status == "error":
                     errors.append(outcome.detail)
                     log.warning("rule %r (id=%s) could not be evaluated: %s", self.label, self.skill_id,
                                 outcome.detail)
@@ -276,14 +284,35 @@ class Rule:
         return SkillCheck(self.label, self.skill_id, phrases, tuple(missing), tuple(failed), tuple(unreadable),
                           self.shadow, tuple(refused), tuple(errors), tuple(counted))
 
-    def _planned(self) -> tuple[tuple[str, ...], tuple[Any, ...], SkillCheck]:
+    def _planned(self) -> tuple[tuple[str, ...], tuple[Any, ...], SkillCheck, tuple[int, ...]]:
         phrases = tuple(requirement_phrase(e) for e in self.requirements)
         known = tuple(e.name if isinstance(e, ToolPrecondition) else (
             (e.names, tuple(a.blocking() for a in e.alternatives)) if isinstance(e, AnyPrecondition) else None)
             for e in self.requirements)
-        plan = (phrases, known, SkillCheck(self.label, self.skill_id, phrases, (), shadow=self.shadow))
+        plan = (phrases, known, SkillCheck(self.label, self.skill_id, phrases, (), shadow=self.shadow),
+                tuple(_kind(e) for e in self.requirements))
         object.__setattr__(self, "_plan", plan)
         return plan
+
+
+_TOOL, _NAMES, _UNREADABLE, _FACT, _CHECK, _LIMIT, _ANY = range(7)  # how ``Rule.check`` decides an entry
+
+
+def _kind(entry: Requirement) -> int:
+    """How ``Rule.check`` decides ``entry`` (worked out once per rule, in the order it used to test the kinds)."""
+    if isinstance(entry, ToolPrecondition):
+        return _TOOL
+    if isinstance(entry, AnyPrecondition) and not entry.alternatives:
+        return _NAMES
+    if isinstance(entry, UnreadablePrecondition):
+        return _UNREADABLE
+    if isinstance(entry, FactPrecondition):
+        return _FACT
+    if isinstance(entry, CheckPrecondition):
+        return _CHECK
+    if isinstance(entry, LimitPrecondition):
+        return _LIMIT
+    return _ANY
 
 
 def _any_met(names: Sequence[str], history: History, count_failed: bool) -> tuple[bool, tuple[str, ...]]:
