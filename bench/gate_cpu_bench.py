@@ -21,7 +21,10 @@ over a conversation of 10 and of 60 events. The decided call is allowed
 Each figure: µs per call, the median over batches of ``--batch`` calls,
 the best of ``--runs`` runs (CPU time of this process, so a loaded machine slows it little).
 
-    python -m bench.gate_cpu_bench [--runs 5] [--batches 40] [--batch 200] [--profile MIX/EVENTS]
+``--fresh`` reads the conversation into events on every gate call instead (the gate column then includes
+the read, and nothing the rules keep on earlier results is reused).
+
+    python -m bench.gate_cpu_bench [--runs 5] [--batches 40] [--batch 200] [--fresh] [--profile MIX/EVENTS]
 """
 
 from __future__ import annotations
@@ -153,6 +156,10 @@ class Turn:
     def gate(self) -> Any:
         return _sync(run_gate(self.state, self.lookup, turn=(self.history, self.calls), now=NOW))
 
+    def gate_fresh(self) -> Any:
+        """The gate over a conversation read afresh (``--fresh``: nothing kept on earlier results is reused)."""
+        return _sync(run_gate(self.state, self.lookup, turn=read_conversation(self.messages).turn(), now=NOW))
+
 
 def measure(work: Callable[[], object], runs: int, batches: int, batch: int) -> float:
     """µs per call: the median over batches, the best of runs."""
@@ -179,6 +186,8 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=40)
     parser.add_argument("--batch", type=int, default=200)
     parser.add_argument("--profile", help="profile one case instead, e.g. 'mixed/60'")
+    parser.add_argument("--fresh", action="store_true",
+                        help="read the conversation into events on every gate call (a turn that keeps no events)")
     options = parser.parse_args()
     if options.profile:
         mix, events = options.profile.split("/")
@@ -203,7 +212,8 @@ def main() -> None:
             block = turn.preflight()
             assert block is not None
             pre = measure(turn.preflight, options.runs, options.batches, options.batch)
-            gate = measure(turn.gate, options.runs, options.batches, options.batch)
+            gate = measure(turn.gate_fresh if options.fresh else turn.gate, options.runs, options.batches,
+                           options.batch)
             built = measure(turn.preflight_built, options.runs, max(options.batches // 4, 3), options.batch)
             assert turn.preflight_built() == block
             print(f"| {mix} | {len(turn.messages)} | {len(decision.matched)} | {decision.verdict} | {pre:.1f} | "

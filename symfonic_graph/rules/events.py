@@ -175,7 +175,9 @@ class History:
     user_turn: int = 0
     """How many user messages came before that point."""
     _memo: Any = dataclass_field(default=None, init=False, repr=False, compare=False)
-    """What the rules asked of this history before (``called``, ``positions``): answered once per history."""
+    """What the rules asked of this history before (``called``): answered once per history."""
+    _index: Any = dataclass_field(default=None, init=False, repr=False, compare=False)
+    """Each tool's positions in ``results`` (built on the first ``positions``: every rule's lookup is one get)."""
 
     @classmethod
     def of_names(cls, names: Iterable[str]) -> History:
@@ -211,14 +213,14 @@ class History:
             >>> History.of_names(["auth", "deploy", "auth"]).positions("auth")
             (0, 2)
         """
-        memo = self._asked()
-        index: dict[str, tuple[int, ...]] | None = memo.get("positions")
+        index: dict[str, tuple[int, ...]] | None = self._index
         if index is None:
             built: dict[str, list[int]] = {}
             for position, result in enumerate(self.results):
                 if isinstance(result.name, str):  # a tool is named by a string; nothing else matches one
                     built.setdefault(result.name, []).append(position)
-            index = memo["positions"] = {tool: tuple(each) for tool, each in built.items()}
+            index = {tool: tuple(each) for tool, each in built.items()}
+            object.__setattr__(self, "_index", index)
         return index.get(name, ()) if isinstance(name, str) else ()
 
     def _asked(self) -> dict[str, Any]:

@@ -190,6 +190,9 @@ def outputs(seed: int) -> dict[str, Any]:
     in_flight = calls[:1]
     later = [_decision(d) for d in _sync(run_gate(state, lookup, turn=(history, calls[1:]), now=NOW,
                                                    in_flight=in_flight))]
+    again = [_decision(d) for d in _sync(run_gate(state, lookup, turn=(history, calls[1:]), now=NOW,
+                                                   in_flight=in_flight))]
+    assert again == later  # what the first run kept on the history and its results decides the same
     blocks = [None if (b := build_preflight_contribution(skills, state, include_negative=n)) is None else b.content
               for n in (False, True)]
     cached = [None if (b := preflight_block(rules, state, include_negative=n)) is None else b.content
