@@ -300,9 +300,10 @@ RETURN s.id AS id;
 // Bump the tenant's catalog version after any write that changes its skills.
 MERGE (c:SymfonicCatalog {tenant_id: $tenant_id})
 ON CREATE SET c.version = 0
-// A version that is not a non-negative integer (hand-written) restarts from
-// the clock in milliseconds, far above any count a reader may have cached.
-SET c.version = CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0
+// A version that is not a non-negative integer (hand-written), or that
+// cannot grow (the largest integer), restarts from the clock in
+// milliseconds: readers compare versions for equality only.
+SET c.version = CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND 0 <= c.version < 9223372036854775807
                      THEN c.version + 1 ELSE timestamp() END
 RETURN c.version AS version;
 

@@ -133,7 +133,7 @@ coalesce(valueType(t.embedding) IN ['LIST<FLOAT NOT NULL> NOT NULL', 'LIST<INTEG
 // has a squared norm the similarity function takes (an expression): not
 // empty, not all zeros, every component within float32. The library checks
 // the same bounds when it writes one (shape/_embedding.py).
-(1e-12 < reduce(sq = 0.0, x IN t.embedding | sq + x * x) < 1e36)
+(1e-12 < reduce(sq = 0.0, x IN t.embedding | sq + toFloat(x) * toFloat(x)) < 1e36)
 
 // fragment: index_answer_complete(hits, k)
 // params:

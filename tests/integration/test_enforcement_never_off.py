@@ -230,3 +230,18 @@ async def test_odd_catalog_versions_never_stop_skills_from_being_read(
     third = await ProceduralLayer(store).seed_authored_skill(
         scope, label="Third", steps=["third"], source_tag="authored:test")
     assert [s.id for s in (await memory.begin(scope)).skills] == [first, second.id, third.id]
+
+
+async def test_a_catalog_version_that_cannot_grow_never_fails_a_write(
+    store: GraphMemoryStore, scope: MemoryScope
+) -> None:
+    """The largest integer, set by hand: the next library write restarts the version instead of overflowing."""
+    first = await _seed(store, scope)
+    await store.driver.execute_query("MATCH (c:SymfonicCatalog {tenant_id: $t}) SET c.version = 9223372036854775807",
+                                     t=scope.tenant_id, database_=store.database)
+    memory = TurnMemory(store, max_age=3600)
+    assert [s.id for s in (await memory.begin(scope)).skills] == [first]
+    second = await ProceduralLayer(store).seed_authored_skill(
+        scope, label="Ship", steps=["ship"], source_tag="authored:test", precondition=["review"])
+    assert [s.id for s in (await memory.begin(scope)).skills] == [first, second.id]
+    assert 0 <= await store.catalog_version(scope) < 9223372036854775807

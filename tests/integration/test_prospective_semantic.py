@@ -167,6 +167,8 @@ HOSTILE = {
     "strings": ["a"] * D,
     "booleans": [True] * D,
     "integers": [0] * (D - 1) + [1],
+    "integers whose squares overflow": [4294967296] * D,
+    "largest integers": [9223372036854775807] * D,
     "short": [1.0, 0.0],
     "long": [1.0] * 64,
     "not a list": "travel",
