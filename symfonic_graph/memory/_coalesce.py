@@ -10,13 +10,19 @@ tenant inside the query, and ``TurnMemory`` re-checks every row on the way out.
 No scope's data or read time can cost another scope its read:
 
 - the batch runs in a context of its own, never under one caller's deadline;
-- each caller waits for the batch at most ``hedge`` seconds (a few times the
-  recent batch time, from ``MIN_HEDGE`` to ``MAX_HEDGE``; ``MAX_HEDGE`` until
-  a batch was timed), then reads its
-  own scope alone, under its own deadline: a neighbour whose catalog is huge,
-  or whose read stalls, costs a turn at most that wait, never a timeout;
+- each caller waits for the batch at most the window plus ``hedge`` seconds
+  (a few times the recent batch time, from ``MIN_HEDGE`` to ``MAX_HEDGE``;
+  ``MAX_HEDGE`` until a batch was timed), and never more than the window plus
+  ``BATCH_SHARE`` of the time left to its deadline, then reads its own scope
+  alone;
 - when the batch fails for any reason, each caller reads its scope again on
-  its own, under its own deadline, so only the scope that fails raises;
+  its own, so only the scope that fails raises;
+- a caller that reads alone after waiting for a batch gets that wait back:
+  its deadline moves later by the time it waited, so its own read has the
+  whole budget it had when it asked, whatever ``query_timeout`` is. A
+  neighbour whose catalog is huge, or whose read stalls or fails late, costs
+  a turn at most that wait (``window + min(hedge, BATCH_SHARE * budget)``),
+  never a timeout: a turn ends within its ``query_timeout`` plus that wait;
 - a scope whose own read failed, or whose row shipped more than
   ``SOLO_CHARS`` characters, is read on its own, outside every batch, for the
   next ``SOLO_SECONDS``, so its neighbours do not wait for it again.
@@ -34,12 +40,13 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from symfonic_graph._store.transport import _DEADLINE
 from symfonic_graph.errors import StoreUnavailableError
 
 Row = dict[str, Any]
 ReadMany = Callable[[list[Mapping[str, Any]]], Awaitable[list[Row]]]
 
-__all__ = ["MAX_HEDGE", "MIN_HEDGE", "SOLO_CHARS", "SOLO_SECONDS", "Coalescer"]
+__all__ = ["BATCH_SHARE", "MAX_HEDGE", "MIN_HEDGE", "SOLO_CHARS", "SOLO_SECONDS", "Coalescer"]
 
 SOLO_SECONDS = 60.0
 """How long a scope whose own read failed, or shipped a big row, is kept out of batches."""
@@ -49,6 +56,8 @@ MIN_HEDGE = 0.25
 """Seconds a caller waits for its batch at least before reading its scope alone."""
 MAX_HEDGE = 1.0
 """Seconds a caller waits for its batch at most before reading its scope alone."""
+BATCH_SHARE = 0.5
+"""The share of the time left to a caller's deadline it may spend waiting for a batch (after the window)."""
 _HEDGE_FACTOR = 4.0  # times the recent batch time a caller waits before reading alone
 
 
@@ -111,7 +120,8 @@ class Coalescer:
         """This scope's row, read together with whatever other scopes arrive in the window.
 
         Runs in the caller's context: a read of the scope alone (after a
-        failed or slow batch) is bounded by the caller's own deadline.
+        failed or slow batch) is bounded by the caller's own deadline, moved
+        later by the time it waited for the batch.
         """
         key = _key(scope_params)
         until = self._solo.get(key)
@@ -127,15 +137,20 @@ class Coalescer:
         elif self._timer is None:
             self._timer = (loop.call_later(0, self._flush) if self.window <= 0
                            else loop.call_later(self.window, self._flush))
+        asked = time.monotonic()
+        end = _DEADLINE.get()
+        wait = self.hedge if end is None else min(self.hedge, BATCH_SHARE * (end - asked))
         try:
-            return await asyncio.wait_for(asyncio.shield(future), self.window + self.hedge)
-        except _ReadAlone:
+            return await asyncio.wait_for(asyncio.shield(future), self.window + max(0.0, wait))
+        except _ReadAlone:  # the batch failed (maybe late): read alone with the whole budget
+            _give_back(asked)
             return await self._alone(scope_params)
         except TimeoutError:  # the batch is slow (a neighbour's data, or a stall): do not wait for it
             if future.done() and not future.cancelled() and future.exception() is None:
                 return future.result()  # answered just now
             self.hedged += 1
             future.cancel()
+            _give_back(asked)
             return await self._alone(scope_params)
         except asyncio.CancelledError:
             future.cancel()
@@ -207,6 +222,18 @@ class Coalescer:
         self._solo[key] = time.monotonic() + SOLO_SECONDS
         if len(self._solo) > 4 * self.max_batch:  # forget the oldest
             self._solo.pop(next(iter(self._solo)))
+
+
+def _give_back(asked: float) -> None:
+    """Move the caller's deadline later by the time it waited since ``asked`` for a batch it did not get.
+
+    Its own read then has the budget it had when it asked, as if it had read
+    alone from the start. The caller's ``deadline()`` block restores the
+    deadline it found when it ends.
+    """
+    end = _DEADLINE.get()
+    if end is not None:
+        _DEADLINE.set(end + (time.monotonic() - asked))
 
 
 def _big(row: Row) -> bool:

@@ -62,10 +62,6 @@ class _SlowWithNeighbour(GraphMemoryStore):
         return await super().read(name, **params)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "_coalesce.Coalescer.read waits window + hedge (up to MAX_HEDGE = 1 s) for a batch regardless of the "
-    "caller's own deadline: with query_timeout <= 1 s a slow neighbour leaves the caller no time to read "
-    "alone, its first turn gets StoreUnavailableError and the gate passes the guarded call through"))
 async def test_a_slow_neighbour_never_opens_a_gate_under_a_short_query_timeout(
     store: GraphMemoryStore, tenant: str
 ) -> None:

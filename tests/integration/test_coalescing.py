@@ -307,3 +307,60 @@ async def test_a_sent_batch_whose_callers_stopped_waiting_runs_to_its_end(
         while held.finished + held.cancelled == 0:
             await anyio.sleep(0.05)
     assert (held.finished, held.cancelled) == (1, 0)
+
+
+class _Neighbour(GraphMemoryStore):
+    """The real store (same driver); a batch that holds ``neighbour`` with other scopes misbehaves.
+
+    ``slow``: held ``1.5 * query_timeout`` before it is sent (its own deadline then fails it, as a real
+    stall would); ``fails late``: fails as its timeout would, after ``query_timeout``; ``fails at once``.
+    The neighbour's reads alone are served as they are.
+    """
+
+    def __init__(self, store: GraphMemoryStore, neighbour: str, behaviour: str, query_timeout: float) -> None:
+        super().__init__(store.driver, database=store.database, query_timeout=query_timeout)
+        self.neighbour, self.behaviour = neighbour, behaviour
+
+    async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
+        scopes = params.get("scopes") or []
+        if len(scopes) > 1 and any(s.get("tenant_id") == self.neighbour for s in scopes):
+            if self.behaviour == "slow":
+                await anyio.sleep(1.5 * self.query_timeout)
+            else:
+                await anyio.sleep(self.query_timeout if self.behaviour == "fails late" else 0)
+                raise StoreUnavailableError(f"query {name}: Neo4j did not answer within {self.query_timeout}s (test)")
+        return await super().read(name, **params)
+
+
+@pytest.mark.parametrize("behaviour", ["slow", "fails late", "fails at once"])
+@pytest.mark.parametrize("query_timeout", [0.5, 1.0, 2.0])
+async def test_a_neighbours_batch_never_spends_the_budget_of_a_callers_own_read(
+    store: GraphMemoryStore, tenant: str, query_timeout: float, behaviour: str
+) -> None:
+    """Whatever query_timeout is, a first turn batched with a slow or failing neighbour is read, and its gate holds.
+
+    The caller stops waiting for the batch within ``BATCH_SHARE`` of its budget and reads alone with the
+    time it waited given back: only its own store outage could fail it.
+    """
+    from symfonic_graph._store.transport import _DEADLINE
+
+    victim, neighbour = MemoryScope(f"{tenant}-v"), MemoryScope(f"{tenant}-n")
+    for scope in (victim, neighbour):
+        await ProceduralLayer(store).seed_authored_skill(
+            scope, label="Deploy", steps=["deploy"], source_tag="authored:t", action_tool="deploy",
+            precondition=["run_tests"])
+    memory = TurnMemory(_Neighbour(store, neighbour.tenant_id, behaviour, query_timeout))  # coalescing on
+    results: dict[MemoryScope, Any] = {}
+
+    async def gate(scope: MemoryScope) -> None:
+        update = await create_precondition_gate_node(memory.get_active_skills)(
+            {"memory_scope": scope, "messages": [ai_calls(("deploy", "c1"))]})
+        results[scope] = update.get("messages", [None])[0]
+
+    async with anyio.create_task_group() as tg:  # two first turns at once: one batch
+        tg.start_soon(gate, victim)
+        tg.start_soon(gate, neighbour)
+    assert results[victim] is not None, "the victim's guarded call passed through"
+    assert results[victim].content.startswith("Missing precondition: call run_tests before deploy")
+    assert memory._coalescer is not None and memory._coalescer.queries >= 2  # the batch, then reads alone
+    assert _DEADLINE.get() is None  # the deadline given back ends with the turn
