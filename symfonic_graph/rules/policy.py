@@ -38,6 +38,7 @@ from symfonic_graph.shape.expressions import (
     Expression,
     ExpressionError,
     Scope,
+    arguments,
     bindable,
     bindable_fields,
     evaluate,
@@ -71,10 +72,14 @@ def utc_now() -> datetime:
 
 
 _PENDING: Any = object()  # ``args`` seen but not converted whole yet
+_UNSEEN: Any = object()  # no ``args`` seen yet (None is a call's unreadable arguments, not "nothing seen")
 
 
 class Bindings:
-    """What the expressions of one decision read besides ``args``: the state and the clock (converted once)."""
+    """What the expressions of one decision read besides ``args``: the state and the clock (converted once).
+
+    Arguments that cannot be read (None, or no mapping) are read as ``{}``, whatever was read before.
+    """
 
     __slots__ = ("_args", "_full", "_scopes", "_state", "_values", "now", "raw_state")
 
@@ -82,8 +87,8 @@ class Bindings:
         self.raw_state = state
         self.now = now if now.tzinfo is not None else now.replace(tzinfo=UTC)
         self._state: Any = None
-        self._args: object = None
-        self._full: Any = None  # ``args`` converted whole (``_PENDING``: not yet)
+        self._args: object = _UNSEEN
+        self._full: Any = _PENDING  # ``args`` converted whole (``_PENDING``: not yet)
         self._scopes: dict[Reads, Scope] = {}
         self._values: dict[Reads, dict[str, Any]] = {}
 
@@ -95,10 +100,11 @@ class Bindings:
             self._values = {}
 
     def args(self, args: object) -> Any:
-        """``args`` as expressions read them (converted once per call, however many rules read them)."""
+        """``args`` as expressions read them (converted once per call, however many rules read them); ``{}``
+        when they cannot be read (None, or no mapping)."""
         self._seen(args)
         if self._full is _PENDING:
-            self._full = bindable(args) if isinstance(args, Mapping) else {}
+            self._full = bindable(arguments(args))
         return self._full
 
     def scope(self, expression: Expression, args: object) -> Scope:
@@ -256,10 +262,10 @@ def _held(expression: Expression, result: CallResult) -> bool | str:
 
 def _pairs_match(pairs: Sequence[tuple[str, str]], args: Mapping[str, Any] | None,
                  earlier: Mapping[str, Any] | None) -> bool:
+    """``same_args`` of a fact: unreadable arguments (None, no mapping) are ``{}``, so they lack every name."""
     if not pairs:
         return True
-    if args is None or earlier is None:
-        return False
+    args, earlier = arguments(args), arguments(earlier)
     for ours, theirs in pairs:
         if ours not in args or theirs not in earlier:
             return False
@@ -316,7 +322,7 @@ def _voided(entry: FactPrecondition, index: int, results: Sequence[CallResult]) 
     for later in results[index + 1:]:
         if later.failed or later.name not in voiders:
             continue
-        mine, theirs = earlier.args or {}, later.args or {}
+        mine, theirs = arguments(earlier.args), arguments(later.args)
         if all(mine.get(name) == theirs.get(name) for _, name in entry.same_args
                if name in mine and name in theirs):
             return True

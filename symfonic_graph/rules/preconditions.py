@@ -41,6 +41,7 @@ from typing import Any, Final
 
 from symfonic_graph.rules.events import History
 from symfonic_graph.shape._entry import _Entry
+from symfonic_graph.shape.expressions import arguments
 from symfonic_graph.shape.models import guarded_tool, skill_of
 from symfonic_graph.shape.records import (
     KINDS,
@@ -539,7 +540,8 @@ _PLAIN: Final = frozenset({str, int, bool})  # two values of one of these types:
 def same_arguments(names: Sequence[str], action: Mapping[str, Any] | None, earlier: Mapping[str, Any] | None) -> bool:
     """True iff the action call and the earlier call have equal JSON values for each of ``names``.
 
-    An action call without one of them never matches (so it is blocked).
+    An action call without one of them never matches (so it is blocked); arguments that cannot be read
+    (None, or no mapping) are read as ``{}``, so they lack every name.
 
     Example:
         >>> same_arguments(["order_id"], {"order_id": "1003"}, {"order_id": "1003", "x": 1})
@@ -549,8 +551,7 @@ def same_arguments(names: Sequence[str], action: Mapping[str, Any] | None, earli
     """
     if not names:
         return True
-    if action is None or earlier is None:
-        return False
+    action, earlier = arguments(action), arguments(earlier)
     for name in names:
         if name not in action or name not in earlier:
             return False

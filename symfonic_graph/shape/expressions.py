@@ -28,14 +28,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from threading import Lock
+from types import MappingProxyType
 from typing import Any, Final
 
 import cel
 
 from symfonic_graph.errors import ValidationError
 
-__all__ = ["MAX_EXPRESSION", "Expression", "ExpressionError", "Scope", "bindable", "bindable_fields",
-           "compile_expression", "evaluate", "evaluate_bool", "expression_problem"]
+__all__ = ["MAX_EXPRESSION", "NO_ARGUMENTS", "Expression", "ExpressionError", "Scope", "arguments", "bindable",
+           "bindable_fields", "compile_expression", "evaluate", "evaluate_bool", "expression_problem"]
 
 MAX_EXPRESSION: Final = 2_000
 """The longest expression text a rule holds, in characters."""
@@ -190,6 +191,21 @@ def _value(value: object, depth: int = 0) -> object:
     if isinstance(value, (list, tuple)):
         return [v for v in (_value(v, depth + 1) for v in value) if v is not _DROP]
     return _DROP
+
+
+NO_ARGUMENTS: Final[Mapping[str, Any]] = MappingProxyType({})
+"""What a call's unreadable arguments read as: an empty map."""
+
+
+def arguments(value: object) -> Mapping[str, Any]:
+    """A call's arguments as every rule reads them: ``value`` when it is a mapping, else (None: the provider sent
+    none or unparseable ones; any other shape) an empty map, so a call is decided the same whatever came before.
+
+    Example:
+        >>> arguments({"amount": 3}), dict(arguments(None)), dict(arguments([1, 2]))
+        ({'amount': 3}, {}, {})
+    """
+    return value if type(value) is dict or isinstance(value, Mapping) else NO_ARGUMENTS
 
 
 def bindable(value: object) -> object:
