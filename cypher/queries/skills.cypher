@@ -307,6 +307,44 @@ SET c.version = CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND 0 <= c.
                      THEN c.version + 1 ELSE timestamp() END
 RETURN c.version AS version;
 
+// name: catalog_packed_rows
+// params: tenant_id
+// returns: version, skills
+// mode: read
+// Run inside every write that locks or bumps the tenant's catalog, after its
+// other statements: the catalog version and the tenant-wide skills a turn of
+// the tenant sees, packed as turn_snapshot ships them (the one visibility
+// rule and projection), in the same order. The write stores them as JSON
+// text with catalog_packed_set.
+MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+WITH {tenant_id: $tenant_id, namespace: null, write_id: null, include_drafts: false,
+      include_retracted: false} AS sc,
+     CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0 THEN c.version END AS version,
+     coalesce(c.published_writes, []) AS published
+CALL (sc, published) {
+  MATCH (s:Skill)
+  WHERE
+    // include: skill_visible
+  WITH s, published ORDER BY s.created_at, s.id
+  // include: skill_packed
+  RETURN collect(skill_packed) AS skills
+}
+RETURN version, skills;
+
+// name: catalog_packed_set
+// params: tenant_id, version, packed
+// returns: stored
+// mode: write
+// Keep the packed tenant-wide rows of catalog_packed_rows on the catalog node
+// (`symfonic_packed`: JSON text `[version, rows]`) with the version they were
+// read under (`symfonic_packed_version`); a null $packed removes both. A
+// plain-Cypher bump leaves the two versions apart, and turns then read the
+// rows themselves until the next library write.
+MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+SET c.symfonic_packed = $packed,
+    c.symfonic_packed_version = CASE WHEN $packed IS NULL THEN null ELSE $version END
+RETURN $packed IS NOT NULL AS stored;
+
 // name: catalog_version
 // params: tenant_id
 // returns: version

@@ -33,17 +33,19 @@ RETURN collect(trigger_row {.*, similarity: 2 * similarity - 1}) AS triggers
 
 // name: turn_snapshot
 // params: scopes, max_triggers, now
-// returns: i, version, skills_fresh, skills, triggers
+// returns: i, version, skills_fresh, skills, packed, triggers
 // mode: read
 // Everything a turn reads before the model runs, in one round trip, for one
 // scope or for many turns coalesced into one query: per entry of $scopes
 // ({tenant_id, namespace, known_version, write_id: null, include_drafts:
-// false, include_retracted: false}), the tenant's catalog version, its
+// false, include_retracted: false, packed}), the tenant's catalog version, its
 // visible approved skills (only when the version differs from known_version,
 // or either is unusable) and the pending triggers of the scope (at most
 // $max_triggers, oldest first). Skills use the one visibility rule and
 // projection (skill_projection.cypher), packed as lists (`skill_packed`:
-// skill_row's values without map keys, read back into skill_row's shape).
+// skill_row's values without map keys, read back into skill_row's shape);
+// or, for an entry with `packed: true`, as the one text the last library
+// write stored (`packed`, catalog_packed_set) when it is of this version.
 // Each entry is read in its own subquery, filtered by its own tenant: rows
 // never cross entries. A catalog version that is not a non-negative integer
 // comes back null: the skills are then read on every turn (never cached on an
@@ -52,10 +54,24 @@ UNWIND range(0, size($scopes) - 1) AS i
 WITH i, $scopes[i] AS sc
 CALL (sc) {
   // include: turn_catalog
-  // A scope whose skills are not fresh must not even seek them: the subquery
-  // then sees a null scope, whose null tenant seeks nothing (a WHERE on
-  // skills_fresh is planned after the seek).
-  WITH sc, version, published, skills_fresh, CASE WHEN skills_fresh THEN sc END AS skill_scope
+  // A first read (sc.packed) or a held version that moved may take the
+  // packed rows, when they were stored under this very version and the
+  // namespace holds no skill of its own (they are the tenant-wide rows; a
+  // scope with its own skills reads its rows, in catalog order). A re-read
+  // of a held version (known_version null, packed false) ships the rows.
+  WITH sc, version, published, skills_fresh,
+       CASE WHEN skills_fresh AND (sc.packed = true OR sc.known_version IS NOT NULL) AND version IS NOT NULL
+            THEN sc.tenant_id END AS packed_tenant
+  OPTIONAL MATCH (pc:SymfonicCatalog {tenant_id: packed_tenant})
+  WITH sc, version, published, skills_fresh,
+       CASE WHEN pc.symfonic_packed_version = version AND valueType(pc.symfonic_packed) = 'STRING NOT NULL'
+                 AND NOT EXISTS { MATCH (own:Skill {tenant_id: sc.tenant_id, namespace: sc.namespace}) }
+            THEN pc.symfonic_packed END AS packed
+  // A scope whose skills are not fresh (or come packed) must not even seek
+  // them: the subquery then sees a null scope, whose null tenant seeks
+  // nothing (a WHERE on skills_fresh is planned after the seek).
+  WITH sc, version, published, skills_fresh, packed,
+       CASE WHEN skills_fresh AND packed IS NULL THEN sc END AS skill_scope
   CALL (skill_scope, published) {
     WITH skill_scope AS sc, published
     MATCH (s:Skill)
@@ -69,14 +85,14 @@ CALL (sc) {
     // include: offerable_trigger_nodes($max_triggers)
     // include: turn_triggers
   }
-  RETURN version, skills_fresh, skills, triggers
+  RETURN version, skills_fresh, skills, packed, triggers
 }
-RETURN i, version, skills_fresh, skills, triggers
+RETURN i, version, skills_fresh, skills, packed, triggers
 ORDER BY i;
 
 // name: turn_snapshot_warm
 // params: scopes, max_triggers, now
-// returns: i, version, skills_fresh, skills, triggers
+// returns: i, version, skills_fresh, skills, packed, triggers
 // mode: read
 // turn_snapshot for entries that all carry a known_version (the steady
 // state): the same catalog and triggers, and no skills subquery at all
@@ -91,7 +107,7 @@ CALL (sc) {
     // include: offerable_trigger_nodes($max_triggers)
     // include: turn_triggers
   }
-  RETURN version, skills_fresh, [] AS skills, triggers
+  RETURN version, skills_fresh, [] AS skills, null AS packed, triggers
 }
-RETURN i, version, skills_fresh, skills, triggers
+RETURN i, version, skills_fresh, skills, packed, triggers
 ORDER BY i;

@@ -83,7 +83,7 @@ def as_step(item: Step | Statement) -> Step:
 
 
 # Statements that lock a tenant's catalog node: run first in a write, in tenant order (see catalog_first).
-_CATALOG_STATEMENTS = frozenset({"catalog_lock", "catalog_bump"})
+CATALOG_STATEMENTS = frozenset({"catalog_lock", "catalog_bump"})
 
 
 def catalog_first(steps: Sequence[Step]) -> list[Step]:
@@ -101,7 +101,7 @@ def catalog_first(steps: Sequence[Step]) -> list[Step]:
         >>> [s.name for s in catalog_first([Step("skills_write", {}), Step("catalog_bump", {"tenant_id": "acme"})])]
         ['catalog_first:acme', 'skills_write', 'catalog_bump']
     """
-    tenants = sorted({str(s.params["tenant_id"]) for s in steps if s.query in _CATALOG_STATEMENTS})
+    tenants = sorted({str(s.params["tenant_id"]) for s in steps if s.query in CATALOG_STATEMENTS})
     if not tenants:
         return list(steps)
     head = [Step("catalog_lock", {"tenant_id": t}, key=f"catalog_first:{t}") for t in tenants]

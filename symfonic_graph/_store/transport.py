@@ -12,6 +12,7 @@ with backoff until then, and every other failure leaves as the typed error
 from __future__ import annotations
 
 import functools
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterator, Mapping, Sequence
@@ -26,8 +27,18 @@ from neo4j.exceptions import ConfigurationError, DriverError, Neo4jError
 
 from symfonic_graph._store.cypher import Query, query
 from symfonic_graph._store.failures import Attempt, refused, typed_failure
-from symfonic_graph._store.steps import Row, Statement, Step, Written, as_step, catalog_first, row_of
-from symfonic_graph.errors import SymfonicGraphError, ValidationError
+from symfonic_graph._store.packed import refresh_packed
+from symfonic_graph._store.steps import (
+    CATALOG_STATEMENTS,
+    Row,
+    Statement,
+    Step,
+    Written,
+    as_step,
+    catalog_first,
+    row_of,
+)
+from symfonic_graph.errors import StoreUnavailableError, SymfonicGraphError, ValidationError
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -45,6 +56,8 @@ PUBLISH_SETTLE_SECONDS = 300.0
 # that keeps failing with it is reported as the QueryError it is.
 _DELETED_UNDER_READ = "Neo.ClientError.Statement.EntityNotFound"
 _DELETED_UNDER_READ_RETRIES = 10
+
+log = logging.getLogger("symfonic_graph.store")
 
 # The monotonic time by which the current public call must end (see GraphMemoryStore.deadline).
 _DEADLINE: ContextVar[float | None] = ContextVar("symfonic_graph_deadline", default=None)
@@ -289,6 +302,8 @@ class Transport:
             q.check_args(dict(step.params))
             prepared.append((q, step))
 
+        catalogs = sorted({str(s.params["tenant_id"]) for s in ordered if s.query in CATALOG_STATEMENTS})
+
         async def tx(t: AsyncManagedTransaction) -> list[tuple[str, list[Row]]]:
             out = []
             for q, step in prepared:
@@ -304,4 +319,24 @@ class Transport:
                 return await session.execute_write(neo4j.unit_of_work(timeout=self.query_timeout)(tx))
 
         done = await self._within_timeout(work, "write " + ", ".join(s.query for s in ordered), writes=True)
+        if catalogs:
+            await self._pack(catalogs)
         return Written(done)
+
+    async def _pack(self, tenants: list[str]) -> None:
+        """After a write that locked or bumped these catalogs: pack their tenant-wide rows (``refresh_packed``).
+
+        A transaction of its own, after the write committed, so that the rows
+        are read as every later reader reads them (a transaction's own
+        changes list a node's properties in another order). A failure costs
+        only speed: the turns of those tenants then read the rows themselves
+        (logged at WARNING), and the write stands.
+        """
+        async def work() -> None:
+            async with self._session() as session:
+                await session.execute_write(neo4j.unit_of_work(timeout=self.query_timeout)(refresh_packed), tenants)
+
+        try:
+            await self._within_timeout(work, "pack the catalog of " + ", ".join(tenants), writes=True)
+        except StoreUnavailableError as exc:
+            log.warning("%s; their turns read the skill rows themselves until the next write", exc)

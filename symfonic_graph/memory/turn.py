@@ -27,6 +27,7 @@ from typing import Any
 
 from symfonic_graph import telemetry
 from symfonic_graph._store import GraphMemoryStore, positive_count
+from symfonic_graph._store.packed import rows_of
 from symfonic_graph.errors import StoreUnavailableError, ValidationError
 from symfonic_graph.memory._catalog import COMPACT_JSON, Catalog, Compiler
 from symfonic_graph.memory._coalesce import Coalescer
@@ -224,6 +225,10 @@ class TurnMemory:
         self._written: OrderedDict[MemoryScope, tuple[RuleSet, float]] = OrderedDict()  # what each file holds
         self._loaded: OrderedDict[MemoryScope, Saved | None] = OrderedDict()  # files read in this outage
         self._saving: set[MemoryScope] = set()
+        # Tenants whose first reads read the rows, never the packed text (invalidate()); None: every tenant.
+        self._unpacked: set[str] | None = set()
+        self._began = 0  # turns begun, in order
+        self._stored: OrderedDict[MemoryScope, int] = OrderedDict()  # which begun turn stored each catalog
 
     @telemetry.traced_turn
     async def begin(self, scope: MemoryScope, *, embedding: Sequence[float] | None = None) -> TurnSnapshot:
@@ -254,6 +259,8 @@ class TurnMemory:
     async def _begin(self, scope: MemoryScope, meaning: Mapping[str, Any]) -> TurnSnapshot:
         scope = scope_of(scope, where="begin(scope)")
         now = self.clock()
+        self._began += 1
+        began = self._began  # what this turn read never replaces what a turn of the scope begun later stored
         cached = self._catalogs.get(scope)
         # A version read once may have met a write half applied (Neo4j applies a commit's records one by one
         # under readers that take no lock: the new version, then old skills): it is shipped again past
@@ -262,24 +269,44 @@ class TurnMemory:
         fresh = cached is not None and now - cached.fetched_at < period
         known = cached.version if cached is not None and fresh else None
         last = cached  # the catalog an outage falls back to
+        # A first read may take the rows the last library write packed (max_age > 0, and no invalidate() of
+        # the tenant: it says an edit left them behind); a re-read of a held version ships the rows themselves
+        # (it checks what was read before, an edit without a bump included).
+        packed = cached is None and self.max_age > 0 and self._unpacked is not None and (
+            scope.tenant_id not in self._unpacked)
         shipped = False
         for _ in range(_TORN_READS):
             try:
-                row = await self._read(scope, known, meaning)
+                row = await self._read(scope, known, meaning, packed)
             except StoreUnavailableError as exc:
+                if self._stored.get(scope, 0) > began:  # a turn begun later read the store meanwhile
+                    last = self._catalogs.get(scope, last)
                 return self._last_rules(scope, last, now, exc)
             if not row["skills_fresh"] and cached is not None:
                 break
-            cached, torn = self._compiler.catalog(scope, row["version"], row["skills"], cached, now)
+            rows = row["skills"]
+            if row.get("packed") is not None:
+                rows = rows_of(row["packed"], row["version"])
+                if rows is None:  # not of the version read, or not readable: ship the rows themselves
+                    known, packed = None, False
+                    continue
+            cached, torn = self._compiler.catalog(scope, row["version"], rows, cached, now)
             shipped = True
             if not torn:
                 break
-            known = None  # caught a re-seed half applied: read again
+            known, packed = None, False  # caught a re-seed half applied: read the rows again
         else:
             log.error("skills of %s still look torn after %d reads; using the last read "
                       "(run `symfonic-graph doctor`)", scope, _TORN_READS)
         telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
+        if self._stored.get(scope, 0) > began:
+            # A turn of this scope begun later stored what it read first (this read was slower: a batch held
+            # by a neighbour, a retry): an older read never replaces the catalog and snapshot the gate decides
+            # by. This turn still gets what it read.
+            triggers = self._compiler.pending(scope, row["triggers"])
+            return TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
+        _remember(self._stored, scope, began, self.max_scopes)
         if not shipped:  # the version was confirmed: an outage's grace counts from this read
             cached.read_at = now
         same_version = last is not None and row["version"] is not None and row["version"] == last.version
@@ -287,13 +314,13 @@ class TurnMemory:
             cached.confirmed = same_version
         if shipped and last is not None and cached.skills is not last.skills and same_version:
             self._unbumped(scope, last, cached)
+        triggers = self._compiler.pending(scope, row["triggers"])
+        snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
         _remember(self._catalogs, scope, cached, self.max_scopes)
+        _remember(self._snapshots, scope, snapshot, self.max_scopes)  # both before any await: stored together
         self._loaded.pop(scope, None)  # the store answers: a later outage reads the file afresh
         if self._disk is not None and scope not in self._saving:  # rewritten when changed, else once a minute
             await self._save(self._disk, scope, cached)
-        triggers = self._compiler.pending(scope, row["triggers"])
-        snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
-        _remember(self._snapshots, scope, snapshot, self.max_scopes)
         return snapshot
 
     def _unbumped(self, scope: MemoryScope, before: Catalog, after: Catalog) -> None:
@@ -392,13 +419,20 @@ class TurnMemory:
         version does not show (a plain-Cypher edit that does not bump it) and
         will not wait ``recheck_every``. Rows identical to the cached ones still
         reuse their compiled rules; the gate's snapshot of the current turn
-        is kept.
+        is kept. From then on, the first reads of the marked tenants (of
+        every tenant, for ``invalidate()``) read the rows themselves, never
+        the text the last library write packed, which such an edit leaves
+        behind.
 
         Example:
             >>> memory.invalidate(MemoryScope("acme"))
         """
-        if scope is not None:
+        if scope is None:
+            self._unpacked = None
+        else:
             scope = scope_of(scope, where="invalidate(scope)")
+            if self._unpacked is not None:
+                self._unpacked.add(scope.tenant_id)
         for each, cached in list(self._catalogs.items()):
             if scope is None or each == scope or (
                 scope.namespace is None and each.tenant_id == scope.tenant_id
@@ -429,12 +463,14 @@ class TurnMemory:
         nobody = {"tenant_id": "\x07warm-up", "namespace": None}
         now = instant("wall_clock()", self.wall_clock())
         for name, known in (("turn_snapshot", None), ("turn_snapshot_warm", 0)):
-            entry = _entry(nobody, known, _embedding.meaning(None, self.similarity))
+            entry = _entry(nobody, known, _embedding.meaning(None, self.similarity), packed=True)
             await self.store.plan(name, {"scopes": [entry], "max_triggers": self.max_triggers, "now": now},
                                   timeout=float(timeout))
 
-    async def _read(self, scope: MemoryScope, known: int | None, meaning: Mapping[str, Any]) -> dict[str, Any]:
-        params = _entry(scope.params(), known, meaning)
+    async def _read(
+        self, scope: MemoryScope, known: int | None, meaning: Mapping[str, Any], packed: bool,
+    ) -> dict[str, Any]:
+        params = _entry(scope.params(), known, meaning, packed=packed)
         cached = self._catalogs.get(scope)
         big = known is None and cached is not None and len(cached.skills) >= BIG_CATALOG
         if self._coalescer is not None and not big:  # a big catalog to ship would slow every scope of a batch
@@ -463,7 +499,7 @@ class TurnMemory:
                 for i, row in zip(moved, again, strict=True):
                     rows[i] = {**row, "query": "turn_snapshot"}
         for row in rows:  # what the coalescer weighs: a scope that ships a lot is read outside batches
-            row["shipped"] = _shipped(row["skills"]) + _shipped(row["triggers"])
+            row["shipped"] = _shipped(row["skills"]) + _shipped(row["triggers"]) + len(row.get("packed") or "")
         return rows
 
     async def get_active_skills(self, state: Any) -> Sequence[Skill]:
@@ -482,10 +518,16 @@ class TurnMemory:
         return snapshot
 
 
-def _entry(scope: Mapping[str, Any], known: int | None, meaning: Mapping[str, Any]) -> dict[str, Any]:
-    """A scope's entry of the turn queries' ``$scopes``: the one shape every turn read, and ``warm_up``, send."""
+def _entry(
+    scope: Mapping[str, Any], known: int | None, meaning: Mapping[str, Any], *, packed: bool,
+) -> dict[str, Any]:
+    """A scope's entry of the turn queries' ``$scopes``: the one shape every turn read, and ``warm_up``, send.
+
+    ``packed``: a first read, whose skills may come as the text the last library write packed (as a held
+    version that moved may).
+    """
     return {**scope, "known_version": known, "write_id": None, "include_drafts": False, "include_retracted": False,
-            **meaning}
+            "packed": packed, **meaning}
 
 
 def _shipped(rows: list[Any]) -> int:

@@ -1,8 +1,8 @@
 """Attack round 4: the coalescer, the catalog cache and semantic reminders against the invariants.
 
 Each test asserts what the user sees (the guarded tool ran or not, a rule is
-enforced or not). A test marked ``xfail(strict=True)`` shows a break found in
-this round; it passes once the mechanism is fixed (then drop the mark).
+enforced or not). Each was a break found in this round (marked
+``xfail(strict=True)`` until its mechanism was fixed).
 """
 
 from __future__ import annotations
@@ -114,11 +114,6 @@ class _LateWithNeighbour(GraphMemoryStore):
         return rows
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "turn.TurnMemory._begin stores its catalog and snapshot (_remember) whenever its read returns, so a read "
-    "sent earlier but delivered later (a batch slowed by a neighbour, within the hedge) replaces the snapshot a "
-    "later turn of the same scope read and showed the model: the gate then decides by the older catalog "
-    "for up to max_age, and a rule published before that turn began is not enforced"))
 async def test_an_older_read_never_replaces_the_rules_a_later_turn_was_shown(
     store: GraphMemoryStore, tenant: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -159,14 +154,14 @@ async def test_an_older_read_never_replaces_the_rules_a_later_turn_was_shown(
 D = 7
 
 
-async def _hostile_integer_trigger(driver: neo4j.AsyncDriver, tenant: str) -> str:
+async def _hostile_integer_trigger(driver: neo4j.AsyncDriver, tenant: str, components: int) -> str:
     """A tenant-wide semantic trigger whose embedding is integers of the turn's length (as a JavaScript or
     plain-Cypher client may store them; the cosine function itself takes them)."""
     ident = f"{tenant}-int"
     await driver.execute_query(
         "CREATE (t:Trigger {id: $id, tenant_id: $tenant, kind: 'semantic', condition: 'c', task: 'hostile', "
         "status: 'pending', created_at: datetime()}) SET t.embedding = $embedding",
-        {"id": ident, "tenant": tenant, "embedding": [4_294_967_296] * D})
+        {"id": ident, "tenant": tenant, "embedding": [components] * D})
     return ident
 
 
@@ -176,36 +171,47 @@ async def _drop(driver: neo4j.AsyncDriver, ident: str) -> None:
 
 
 @pytest.mark.schema_change  # alone on the shared server: another worker's database-wide doctor would meet it
-@pytest.mark.xfail(strict=True, reason=(
-    "triggers.cypher fragment embedding_norm_usable computes sq + x * x: for a hand-seeded LIST<INTEGER> "
-    "embedding, x * x is an integer product and overflows (Neo.ClientError.Statement.ArithmeticError: long "
-    "overflow), so the scope's whole turn read (skills too) fails with QueryError instead of skipping it"))
+@pytest.mark.parametrize(("components", "usable"), [
+    pytest.param(4_294_967_296, True, id="squares past the 64-bit integers"),
+    pytest.param(9_223_372_036_854_775_807, False, id="the largest integer: past float32 squared"),
+])
 async def test_a_hand_seeded_integer_embedding_that_overflows_never_breaks_the_turn(
-    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str
+    store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str, components: int, usable: bool
 ) -> None:
+    """Was: embedding_norm_usable summed x * x in integers, and the scope's whole turn read failed. The read now
+    decides such a vector as the library's own check does (offered when usable and similar, else never)."""
+    from symfonic_graph.errors import ValidationError
+    from symfonic_graph.shape._embedding import vector
+
+    try:
+        vector("embedding", [components] * D)
+        accepted = True
+    except ValidationError:
+        accepted = False
+    assert accepted is usable
     scope = MemoryScope(tenant, "u1")
     await _rule(store, tenant, "deploy", "run_tests", "Deploy")
-    ident = await _hostile_integer_trigger(driver, tenant)
+    ident = await _hostile_integer_trigger(driver, tenant, components)
     try:
         snapshot = await TurnMemory(store, coalesce_window=None).begin(scope, embedding=[1.0] * D)
     finally:
         await _drop(driver, ident)
     assert [s.label for s in snapshot.skills] == ["Deploy"]
-    assert [t.task for t in snapshot.triggers] == []
+    assert [t.task for t in snapshot.triggers] == (["hostile"] if usable else [])
 
 
 @pytest.mark.schema_change
-@pytest.mark.xfail(strict=True, reason=(
-    "doctor.cypher's trigger check includes embedding_norm_usable too: the same integer overflow makes "
-    "diagnose() raise QueryError instead of naming the unusable embedding (database-wide: for every tenant)"))
 async def test_doctor_names_an_integer_embedding_that_overflows(
     store: GraphMemoryStore, driver: neo4j.AsyncDriver, tenant: str
 ) -> None:
+    """Was: doctor's trigger check includes the same fragment and raised QueryError, for every tenant."""
     from symfonic_graph.ops.doctor import diagnose
 
-    ident = await _hostile_integer_trigger(driver, tenant)
+    ident = await _hostile_integer_trigger(driver, tenant, 9_223_372_036_854_775_807)
     try:
         findings = await diagnose(store, tenant)
+        everyone = await diagnose(store, None)
     finally:
         await _drop(driver, ident)
     assert any("embedding" in str(f) for f in findings)
+    assert any("embedding" in str(f) and tenant in str(f) for f in everyone)

@@ -39,7 +39,9 @@ class ShippedRows(GraphMemoryStore):
     async def read(self, name: str, **params: Any) -> list[dict[str, Any]]:
         rows = await super().read(name, **params)
         if name.startswith("turn_snapshot"):
-            self.rows.extend((name, bool(row["skills_fresh"]), len(row["skills"])) for row in rows)
+            # the skills shipped as rows, or as the one packed text (counted as one) a first read may get
+            self.rows.extend((name, bool(row["skills_fresh"]), len(row["skills"]) or bool(row.get("packed")))
+                             for row in rows)
         return rows
 
     def shipped(self) -> int:

@@ -87,7 +87,8 @@ def test_only_the_migrations_that_say_so_wait_for_the_rollout(tmp_path: Path, mo
 
 # Every query that reads memory for a scope; a new one must be added here.
 _SCOPED_READS = {"skills_visible", "skill_by_id", "triggers_pending", "triggers_offerable", "trigger_lookup",
-                 "triggers_done", "triggers_due", "facts_visible", "memory_recall", "turn_snapshot"}
+                 "triggers_done", "triggers_due", "facts_visible", "memory_recall", "turn_snapshot",
+                 "catalog_packed_rows"}
 
 
 def test_scoped_read_list_is_complete() -> None:
