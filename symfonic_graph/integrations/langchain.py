@@ -110,6 +110,7 @@ from symfonic_graph.rules.decisions import DecisionSink
 from symfonic_graph.rules.gate import GateDecision, Strict, run_gate, strict_policy
 from symfonic_graph.rules.lint import ToolLinter, tool_names
 from symfonic_graph.rules.preflight import preflight_block
+from symfonic_graph.shape.expressions import arguments
 from symfonic_graph.shape.scope import MemoryScope
 
 __all__ = ["OFFERED_KEY", "REMINDERS_MARKER_KEY", "REMINDERS_MARKER_VALUE", "MemoryMiddleware", "MemoryState",
@@ -470,7 +471,7 @@ class MemoryMiddleware(AgentMiddleware[AgentState[Any], Any, Any]):
             watch.stale = snapshot.stale
             return snapshot.skills
 
-        ref = call_ref({"name": name, "args": dict(call.get("args") or {}), "id": call_id})
+        ref = call_ref({"name": name, "args": dict(arguments(call.get("args"))), "id": call_id})
         if ref is None:  # no tool named: nothing to decide
             return GateDecision(name, call_id, "allowed"), scope
         conversation = self._conversations.read(messages).conversation
