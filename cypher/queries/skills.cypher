@@ -307,6 +307,16 @@ SET c.version = CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND 0 <= c.
                      THEN c.version + 1 ELSE timestamp() END
 RETURN c.version AS version;
 
+// name: catalog_packed_lock
+// params: tenant_id
+// returns: tenant_id
+// mode: write
+// catalog_lock for packing, without MERGE: a catalog erased meanwhile is not
+// created again (no row: nothing to pack).
+MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+SET c.symfonic_locked_at = datetime()
+RETURN c.tenant_id AS tenant_id;
+
 // name: catalog_packed_rows
 // params: tenant_id
 // returns: version, skills

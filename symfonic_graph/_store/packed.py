@@ -85,12 +85,12 @@ def _well_formed(row: object) -> bool:
 
 async def refresh_packed(tx: AsyncManagedTransaction, tenants: Iterable[str]) -> None:
     """Store each tenant's packed tenant-wide rows (or remove them), under its catalog lock, after a write."""
-    lock, rows_query, set_query = (query(n).text for n in ("catalog_lock", "catalog_packed_rows", "catalog_packed_set"))
+    lock, rows_query, set_query = (query(n).text for n in ("catalog_packed_lock", "catalog_packed_rows",
+                                                           "catalog_packed_set"))
     for tenant in sorted(tenants):  # the one lock order (steps.catalog_first)
-        await (await tx.run(lock, {"tenant_id": tenant})).consume()
+        if not [record async for record in await tx.run(lock, {"tenant_id": tenant})]:
+            continue  # no catalog node (erased meanwhile): nothing to keep, and none created
         found = [record async for record in await tx.run(rows_query, {"tenant_id": tenant})]
-        if not found:  # no catalog node: nothing to keep
-            continue
         version, rows = found[0]["version"], found[0]["skills"]
         await (await tx.run(set_query, {"tenant_id": tenant, "version": version,
                                         "packed": packed_text(version, rows)})).consume()

@@ -208,3 +208,16 @@ async def test_a_moved_catalog_is_read_packed_and_confirmed_past_max_age(store: 
     await memory.begin(scope)
     # warm read, then the moved catalog packed; past max_age the new version is shipped again in full
     assert recording.shipped == ["packed", "none", "packed", "rows"]
+
+
+async def test_packing_never_creates_a_catalog_an_erase_removed(store: GraphMemoryStore, tenant: str) -> None:
+    """The packing transaction runs after its write: a whole-tenant erase in between leaves nothing behind."""
+    from symfonic_graph._store.packed import refresh_packed
+
+    await _guard(store, MemoryScope(tenant), "Deploy", "run_tests")
+    await store.erase(MemoryScope(tenant))
+    async with store.driver.session(database=store.database) as session:
+        await session.execute_write(refresh_packed, [tenant])
+    records, _, _ = await store.driver.execute_query(
+        "MATCH (n:SymfonicCatalog {tenant_id: $t}) RETURN count(n) AS n", t=tenant, database_=store.database)
+    assert records[0]["n"] == 0
