@@ -17,10 +17,11 @@ write), and a catalog read from it is read again in full once ``max_age``
 has passed, as any newly read version is (``TurnMemory``).
 
 Example:
-    >>> packed_text(3, [["s1", "acme"]])
-    '[3,[["s1","acme"]]]'
-    >>> rows_of('[3,[["s1","acme"]]]', 3), rows_of('[3,[]]', 4)
-    ([['s1', 'acme']], None)
+    >>> row = ["s1", "acme", None, "Deploy", None, ["deploy"], "deploy", "", "approved", True, None, None,
+    ...        None, None, [], False, False, [[0, None, [["kind", "tool"], ["tool", "auth"]]]]]
+    >>> text = packed_text(3, [row])
+    >>> rows_of(text, 3) == [row], rows_of(text, 4), rows_of('[3,[["s1","acme"]]]', 3)
+    (True, None, None)
 """
 
 from __future__ import annotations

@@ -18,6 +18,7 @@ PURE_MODULES = [
     "symfonic_graph.shape.readings",
     "symfonic_graph._store.failures",
     "symfonic_graph._store.keys",
+    "symfonic_graph._store.packed",
     "symfonic_graph._store.steps",
     "symfonic_graph.integrations._shared",
     "symfonic_graph.memory.turn_scope",
