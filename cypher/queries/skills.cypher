@@ -308,26 +308,29 @@ SET c.version = CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND 0 <= c.
 RETURN c.version AS version;
 
 // name: catalog_packed_lock
-// params: tenant_id
+// params: tenants
 // returns: tenant_id
 // mode: write
-// catalog_lock for packing, without MERGE: a catalog erased meanwhile is not
-// created again (no row: nothing to pack).
-MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
+// catalog_lock for packing, for each of $tenants in the order given (the
+// one lock order: sorted), without MERGE: a catalog erased meanwhile is not
+// created again (no row for it: nothing to pack).
+UNWIND $tenants AS tenant_id
+MATCH (c:SymfonicCatalog {tenant_id: tenant_id})
 SET c.symfonic_locked_at = datetime()
 RETURN c.tenant_id AS tenant_id;
 
 // name: catalog_packed_rows
-// params: tenant_id
-// returns: version, skills
+// params: tenants
+// returns: tenant_id, version, skills
 // mode: read
-// Run inside every write that locks or bumps the tenant's catalog, after its
-// other statements: the catalog version and the tenant-wide skills a turn of
-// the tenant sees, packed as turn_snapshot ships them (the one visibility
-// rule and projection), in the same order. The write stores them as JSON
-// text with catalog_packed_set.
-MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-WITH {tenant_id: $tenant_id, namespace: null, write_id: null, include_drafts: false,
+// Run after every write that locks or bumps catalogs, under their locks
+// (catalog_packed_lock): per tenant of $tenants, the catalog version and
+// the tenant-wide skills a turn of the tenant sees, packed as turn_snapshot
+// ships them (the one visibility rule and projection), in the same order.
+// The write stores them as JSON text with catalog_packed_set.
+UNWIND $tenants AS tenant_id
+MATCH (c:SymfonicCatalog {tenant_id: tenant_id})
+WITH {tenant_id: tenant_id, namespace: null, write_id: null, include_drafts: false,
       include_retracted: false} AS sc,
      CASE WHEN valueType(c.version) STARTS WITH 'INTEGER' AND c.version >= 0 THEN c.version END AS version,
      coalesce(c.published_writes, []) AS published
@@ -339,21 +342,23 @@ CALL (sc, published) {
   // include: skill_packed
   RETURN collect(skill_packed) AS skills
 }
-RETURN version, skills;
+RETURN sc.tenant_id AS tenant_id, version, skills;
 
 // name: catalog_packed_set
-// params: tenant_id, version, packed
+// params: rows
 // returns: stored
 // mode: write
-// Keep the packed tenant-wide rows of catalog_packed_rows on the catalog node
-// (`symfonic_packed`: JSON text `[version, rows]`) with the version they were
-// read under (`symfonic_packed_version`); a null $packed removes both. A
-// plain-Cypher bump leaves the two versions apart, and turns then read the
-// rows themselves until the next library write.
-MATCH (c:SymfonicCatalog {tenant_id: $tenant_id})
-SET c.symfonic_packed = $packed,
-    c.symfonic_packed_version = CASE WHEN $packed IS NULL THEN null ELSE $version END
-RETURN $packed IS NOT NULL AS stored;
+// Keep the packed tenant-wide rows of catalog_packed_rows on each catalog
+// node ($rows: {tenant_id, version, packed}; `symfonic_packed`: JSON text
+// `[version, rows]`) with the version they were read under
+// (`symfonic_packed_version`); a null `packed` removes both. A plain-Cypher
+// bump leaves the two versions apart, and turns then read the rows
+// themselves until the next library write.
+UNWIND $rows AS row
+MATCH (c:SymfonicCatalog {tenant_id: row.tenant_id})
+SET c.symfonic_packed = row.packed,
+    c.symfonic_packed_version = CASE WHEN row.packed IS NULL THEN null ELSE row.version END
+RETURN count(c) AS stored;
 
 // name: catalog_version
 // params: tenant_id

@@ -85,13 +85,15 @@ def _well_formed(row: object) -> bool:
 
 
 async def refresh_packed(tx: AsyncManagedTransaction, tenants: Iterable[str]) -> None:
-    """Store each tenant's packed tenant-wide rows (or remove them), under its catalog lock, after a write."""
-    lock, rows_query, set_query = (query(n).text for n in ("catalog_packed_lock", "catalog_packed_rows",
-                                                           "catalog_packed_set"))
-    for tenant in sorted(tenants):  # the one lock order (steps.catalog_first)
-        if not [record async for record in await tx.run(lock, {"tenant_id": tenant})]:
-            continue  # no catalog node (erased meanwhile): nothing to keep, and none created
-        found = [record async for record in await tx.run(rows_query, {"tenant_id": tenant})]
-        version, rows = found[0]["version"], found[0]["skills"]
-        await (await tx.run(set_query, {"tenant_id": tenant, "version": version,
-                                        "packed": packed_text(version, rows)})).consume()
+    """Store each tenant's packed tenant-wide rows (or remove them), under its catalog lock, after a write.
+
+    Three statements whatever the number of tenants: lock (in the one lock order), read, store.
+    """
+    order = sorted(set(tenants))  # the one lock order (steps.catalog_first)
+    locked = [r["tenant_id"] async for r in await tx.run(query("catalog_packed_lock").text, {"tenants": order})]
+    if not locked:
+        return  # no catalog node (erased meanwhile): nothing to keep, and none created
+    found = [r async for r in await tx.run(query("catalog_packed_rows").text, {"tenants": locked})]
+    rows = [{"tenant_id": r["tenant_id"], "version": r["version"], "packed": packed_text(r["version"], r["skills"])}
+            for r in found]
+    await (await tx.run(query("catalog_packed_set").text, {"rows": rows})).consume()
