@@ -34,6 +34,7 @@ from bench.recall_bench import p50_ms, timed
 from bench.turn_bench import skill_specs, table
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, ProspectiveLayer, TurnMemory
 from symfonic_graph._store.cypher import query
+from symfonic_graph._store.packed import rows_of
 from symfonic_graph.memory._catalog import Compiler, fingerprint
 from symfonic_graph.models import read_skills
 from symfonic_graph.rules.ruleset import RuleSet
@@ -51,10 +52,17 @@ def server_variants(tenant: str) -> dict[str, tuple[str, dict[str, Any]]]:
     now = datetime.now(UTC)
     turn: dict[str, Any] = {"scopes": [entry], "max_triggers": 100, "now": now}
     held: dict[str, Any] = {"scopes": [{**entry, "known_version": 1}], "max_triggers": 100, "now": now}
+    packed: dict[str, Any] = {"scopes": [{**entry, "packed": True}], "max_triggers": 100, "now": now}
     catalog_only = warm[:warm.index("  CALL (sc, published) {")] + (
         "  RETURN version, skills_fresh, [] AS skills, [] AS triggers\n}\n"
         "RETURN i, version, skills_fresh, skills, triggers\n")
     seek = {"tenant_id": tenant}
+    # The first read cut inside: each skill's preconditions left out, then its whole projection (ids only).
+    start = cold.index("    CALL (s) {\n      OPTIONAL MATCH (s)-[r:REQUIRES]")
+    end = cold.index("    WITH s, [s.id, s.tenant_id")
+    no_preconditions = cold[:start] + "    WITH s, published, [] AS packed_preconditions\n" + cold[end:]
+    done = cold.index("    RETURN collect(skill_packed) AS skills")
+    ids_only = cold[:start] + "    WITH s, s.id AS skill_packed\n" + cold[done:]
     skill_props = ("s {.id, .tenant_id, .namespace, .label, .identifier, .steps, .action_tool, .context, "
                    ".status, .active, .source, created_at: toStringOrNull(s.created_at)}")
     return {
@@ -67,7 +75,10 @@ def server_variants(tenant: str) -> dict[str, tuple[str, dict[str, Any]]]:
                                                    seek),
         "cold: ... and their properties": (f"MATCH (s:Skill {{tenant_id: $tenant_id}}) RETURN collect({skill_props})",
                                            seek),
+        "cold: turn_snapshot, each skill's id only (visibility, sort, triggers)": (ids_only, turn),
+        "cold: turn_snapshot without the preconditions": (no_preconditions, turn),
         "cold: turn_snapshot (visibility, projection, preconditions, triggers)": (cold, turn),
+        "cold: turn_snapshot, a first read: the skills as the text the last write packed": (cold, packed),
     }
 
 
@@ -157,6 +168,12 @@ async def measure_client(store: GraphMemoryStore, scope: MemoryScope) -> tuple[d
                                                        "include_drafts": False, "include_retracted": False}],
                              max_triggers=100, now=datetime.now(UTC))
     rows = row["skills"]  # skill_packed lists
+    [packed] = await store.read("turn_snapshot", scopes=[{**scope.params(), "known_version": None, "write_id": None,
+                                                          "include_drafts": False, "include_retracted": False,
+                                                          "packed": True}],
+                                max_triggers=100, now=datetime.now(UTC))
+    text, version = packed["packed"], packed["version"]
+    assert rows_of(text, version) == rows, "the packed text reads back to the rows"
 
     def read() -> list[Any]:
         return read_skills([unpack_skill_row(r) for r in rows])[0]
@@ -172,7 +189,13 @@ async def measure_client(store: GraphMemoryStore, scope: MemoryScope) -> tuple[d
         "Compiler.catalog, this content compiled before (another tenant or scope seeded alike)": cpu_us(
             lambda: warm.catalog(scope, 1, rows, None, now=0.0), n=200),
         "digest of the rows (a stale re-read compares it, then skips both above)": cpu_us(lambda: fingerprint(rows)),
+        "rows_of: the packed text of a first read read back into the rows": cpu_us(lambda: rows_of(text, version)),
     }, len(rows)
+
+
+async def first_of_scope(memory: TurnMemory, scope: MemoryScope) -> None:
+    memory._catalogs.pop(scope, None)  # as if this process had never read the scope
+    await memory.begin(scope)
 
 
 async def measure_turns(store: GraphMemoryStore, scope: MemoryScope, n: int) -> dict[str, float]:
@@ -184,9 +207,13 @@ async def measure_turns(store: GraphMemoryStore, scope: MemoryScope, n: int) -> 
         await held.begin(scope)
 
     await stale()  # the second shipped read keeps a digest
+    fresh = TurnMemory(store, coalesce_window=None)  # never invalidated: its first reads may take the packed text
+    await fresh.begin(scope)
     return {
         "warm (catalog version held)": p50_ms(await timed(n, lambda: held.begin(scope))),
         "cold, stale cache (rows identical to the last read)": p50_ms(await timed(n, stale)),
+        "cold, first read of the scope, content met before (packed text)": p50_ms(
+            await timed(n, lambda: first_of_scope(fresh, scope))),
         "cold, first read in the process": p50_ms(
             await timed(n, lambda: TurnMemory(store, coalesce_window=None).begin(scope))),
     }
