@@ -217,6 +217,13 @@ class RecordingScopes(GraphMemoryStore):
         return await super().read(name, **params)
 
 
+async def _all_at_once(memory: TurnMemory, scopes: list[MemoryScope]) -> None:
+    """One turn of each scope, all begun together (one batch when they coalesce)."""
+    async with anyio.create_task_group() as tg:
+        for scope in scopes:
+            tg.start_soon(memory.begin, scope)
+
+
 async def test_a_big_catalog_is_shipped_in_a_query_of_its_own(store: GraphMemoryStore, tenant: str) -> None:
     from symfonic_graph.memory.turn import BIG_CATALOG
 
@@ -227,16 +234,10 @@ async def test_a_big_catalog_is_shipped_in_a_query_of_its_own(store: GraphMemory
          "action_tool": "deploy", "precondition": ["check"]} for i in range(BIG_CATALOG)])
     recording = RecordingScopes(store)
     memory = TurnMemory(recording)
-
-    async def round_of_turns() -> None:
-        async with anyio.create_task_group() as tg:
-            for scope in [*small, big]:
-                tg.start_soon(memory.begin, scope)
-
-    await round_of_turns()  # the first read of each scope: the big one's size is not known yet
+    await _all_at_once(memory, [*small, big])  # the first read of each scope: the big one's size is not known yet
     memory.invalidate()  # every catalog must be shipped again
     recording.batches.clear()
-    await round_of_turns()
+    await _all_at_once(memory, [*small, big])
     assert {big.tenant_id} in recording.batches  # alone
     assert all(big.tenant_id not in batch for batch in recording.batches if len(batch) > 1)
     assert len((await memory.begin(big)).skills) == BIG_CATALOG
@@ -253,15 +254,9 @@ async def test_a_scope_whose_reminders_ship_a_lot_is_read_alone_too(store: Graph
         await ProspectiveLayer(store).set_trigger(loud, condition=f"c{i}", task=f"{i} " + "x" * 7_000)
     recording = RecordingScopes(store)
     memory = TurnMemory(recording)
-
-    async def round_of_turns() -> None:
-        async with anyio.create_task_group() as tg:
-            for scope in [*small, loud]:
-                tg.start_soon(memory.begin, scope)
-
-    await round_of_turns()  # warm from here on: only the reminders ship
+    await _all_at_once(memory, [*small, loud])  # warm from here on: only the reminders ship
     recording.batches.clear()
-    await round_of_turns()
+    await _all_at_once(memory, [*small, loud])
     assert {loud.tenant_id} in recording.batches  # alone
     assert all(loud.tenant_id not in batch for batch in recording.batches if len(batch) > 1)
     assert len((await memory.begin(loud)).triggers) == SOLO_CHARS // 7_000 + 2

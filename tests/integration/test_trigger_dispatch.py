@@ -45,6 +45,9 @@ async def test_two_dispatchers_on_separate_drivers_deliver_each_of_50_once(
     seen: list[tuple[int, str]] = []
     other = neo4j.AsyncGraphDatabase.driver(neo4j_settings.uri, auth=(neo4j_settings.user, neo4j_settings.password))
     try:
+        # The new driver connects before the race: under load its first connection could take longer than the
+        # other dispatcher needs to claim all 50, and "both took part" would fail with nothing wrong.
+        await other.verify_connectivity()
         stores = [store, GraphMemoryStore(other, database=neo4j_settings.database)]
 
         def deliverer(n: int) -> Any:
@@ -173,6 +176,9 @@ async def test_concurrent_claims_of_the_same_occurrences_have_one_winner_each(
         await layer.set_trigger(MemoryScope(tenant, f"u{i % 5}"), task=f"Reminder {i}.", due_at=T0 - 1 - i)
     other = neo4j.AsyncGraphDatabase.driver(neo4j_settings.uri, auth=(neo4j_settings.user, neo4j_settings.password))
     try:
+        # The new driver connects before the race: under load its first connection could take longer than the
+        # other dispatcher needs to claim all 50, and "both took part" would fail with nothing wrong.
+        await other.verify_connectivity()
         stores = [store, GraphMemoryStore(other, database=neo4j_settings.database)]
         dispatchers = [TriggerDispatcher(stores[n % 2], print, tenants=[tenant], clock=clock) for n in range(8)]
         won: list[list[Trigger]] = [[] for _ in dispatchers]
