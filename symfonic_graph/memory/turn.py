@@ -272,8 +272,7 @@ class TurnMemory:
         # A first read may take the rows the last library write packed (max_age > 0, and no invalidate() of
         # the tenant: it says an edit left them behind); a re-read of a held version ships the rows themselves
         # (it checks what was read before, an edit without a bump included).
-        packed = cached is None and self.max_age > 0 and self._unpacked is not None and (
-            scope.tenant_id not in self._unpacked)
+        packed = cached is None and self._packed_ok(scope.tenant_id)
         shipped = False
         for _ in range(_TORN_READS):
             try:
@@ -286,7 +285,8 @@ class TurnMemory:
                 break
             rows = row["skills"]
             if row.get("packed") is not None:
-                rows = rows_of(row["packed"], row["version"])
+                # invalidate() while the read was under way (an edit the text does not hold) reads the rows too
+                rows = rows_of(row["packed"], row["version"]) if self._packed_ok(scope.tenant_id) else None
                 if rows is None:  # not of the version read, or not readable: ship the rows themselves
                     known, packed = None, False
                     continue
@@ -322,6 +322,10 @@ class TurnMemory:
         if self._disk is not None and scope not in self._saving:  # rewritten when changed, else once a minute
             await self._save(self._disk, scope, cached)
         return snapshot
+
+    def _packed_ok(self, tenant_id: str) -> bool:
+        """Whether the tenant's skills may come as the text the last library write packed (see ``invalidate``)."""
+        return self.max_age > 0 and self._unpacked is not None and tenant_id not in self._unpacked
 
     def _unbumped(self, scope: MemoryScope, before: Catalog, after: Catalog) -> None:
         """A re-read found other skills under the same catalog version: an edit that did not bump it.

@@ -1,8 +1,9 @@
 """Attacks on the packed first reads (the tenant-wide rows a library write leaves on the catalog node).
 
 Each probe compares what a turn enforces when its first read takes the packed text with what a turn that
-always reads the rows (``TurnMemory(store, max_age=0)``) enforces on the same graph, through the gate. A
-break is marked ``xfail(strict=True)``; the other tests are probes that held.
+always reads the rows (``TurnMemory(store, max_age=0)``) enforces on the same graph, through the gate. The
+one break (an invalidate() during a packed read) was marked ``xfail(strict=True)`` until fixed; the other
+tests are probes that held.
 """
 
 from __future__ import annotations
@@ -60,14 +61,9 @@ async def _same_both_ways(store: GraphMemoryStore, scope: MemoryScope, tools: li
         assert recording.shipped == [expect]
 
 
-# -- a break ------------------------------------------------------------------------------------------
+# -- a break, fixed ----------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "invalidate() does not reach a packed first read already queued: the read runs after the invalidate "
-    "(and after the un-bumped edit it was called for), ships the text the edit left behind, and stores it as "
-    "fresh, so the next turn's gate lets the guarded tool run for up to max_age (memory/turn.py _begin: "
-    "`packed` is decided before the read is awaited and never re-checked against _unpacked)"))
 async def test_invalidate_reaches_a_packed_first_read_already_in_flight(
     store: GraphMemoryStore, tenant: str, forget: list[str]
 ) -> None:
