@@ -447,7 +447,10 @@ def unpack_skill_row(packed: Sequence[Any]) -> dict[str, Any]:
 def packed_torn(packed: Sequence[Any]) -> bool:
     """``read_skill``'s torn verdict for a ``skill_packed`` list whose skill reads (its rev a string or null)."""
     rev = packed[13]
-    return _is_torn(rev if isinstance(rev, str) else None, [{"rev": e[1]} for e in packed[17] if len(e) == 3])
+    if not isinstance(rev, str):
+        return False  # seeded by hand: no revision to check against
+    stamped = [e[1] for e in packed[17] if len(e) == 3 and e[1] is not None]  # as _is_torn reads them
+    return any(stamp != rev for stamp in stamped) or str(len(stamped)) != rev.rpartition("/")[2]
 
 
 def log_problems(node_id: str, problems: Sequence[str]) -> None:
