@@ -2,8 +2,9 @@
 
 A turn that must ship a tenant's skills (a process's first read of the
 scope, or a catalog that moved) would have Neo4j project every skill and
-precondition again. Every library write that locks or bumps a tenant's
-catalog is therefore followed by a transaction that takes that lock, reads
+precondition again. Every library write that bumps a tenant's catalog (or
+folds a published write) is therefore followed by a transaction that takes
+the catalog's lock, reads
 the tenant-wide rows exactly as a turn reads them (``catalog_packed_rows``,
 the one visibility rule and projection) and keeps them on the catalog node
 as one JSON text, ``[version, rows]``, with the version they were read under

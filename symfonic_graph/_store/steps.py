@@ -84,6 +84,11 @@ def as_step(item: Step | Statement) -> Step:
 
 # Statements that lock a tenant's catalog node: run first in a write, in tenant order (see catalog_first).
 CATALOG_STATEMENTS = frozenset({"catalog_lock", "catalog_bump"})
+# Statements after which the skill rows a turn of the tenant reads may differ: a write holding one is followed by
+# packing the tenant's rows (_store/packed.py). A bump (every write that changes what a turn sees), and a fold
+# (the staged label it removes shows in the rows). The other writes that lock a catalog (staging, marking the
+# nodes a publish replaces, discarding a staged write, pruning retracted nodes) change no row a turn reads.
+PACKING_STATEMENTS = frozenset({"catalog_bump", "write_fold_batch"})
 
 
 def catalog_first(steps: Sequence[Step]) -> list[Step]:

@@ -29,7 +29,7 @@ from symfonic_graph._store.cypher import Query, query
 from symfonic_graph._store.failures import Attempt, refused, typed_failure
 from symfonic_graph._store.packed import refresh_packed
 from symfonic_graph._store.steps import (
-    CATALOG_STATEMENTS,
+    PACKING_STATEMENTS,
     Row,
     Statement,
     Step,
@@ -302,7 +302,7 @@ class Transport:
             q.check_args(dict(step.params))
             prepared.append((q, step))
 
-        catalogs = sorted({str(s.params["tenant_id"]) for s in ordered if s.query in CATALOG_STATEMENTS})
+        catalogs = sorted({str(s.params["tenant_id"]) for s in ordered if s.query in PACKING_STATEMENTS})
 
         async def tx(t: AsyncManagedTransaction) -> list[tuple[str, list[Row]]]:
             out = []
@@ -324,7 +324,7 @@ class Transport:
         return Written(done)
 
     async def _pack(self, tenants: list[str]) -> None:
-        """After a write that locked or bumped these catalogs: pack their tenant-wide rows (``refresh_packed``).
+        """After a write that bumped these catalogs (or folded): pack their tenant-wide rows (``refresh_packed``).
 
         A transaction of its own, after the write committed, so that the rows
         are read as every later reader reads them (a transaction's own

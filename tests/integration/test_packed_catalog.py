@@ -221,3 +221,39 @@ async def test_packing_never_creates_a_catalog_an_erase_removed(store: GraphMemo
     records, _, _ = await store.driver.execute_query(
         "MATCH (n:SymfonicCatalog {tenant_id: $t}) RETURN count(n) AS n", t=tenant, database_=store.database)
     assert records[0]["n"] == 0
+
+
+async def test_staging_publish_and_fold_each_leave_the_text_a_reader_reads(
+    store: GraphMemoryStore, tenant: str
+) -> None:
+    """A staged write changes no row a turn reads; its publish shows the new skill and its fold drops the
+    staged mark the rows show: each repacks, and a packed first read equals a read of the rows after each."""
+    scope = MemoryScope(tenant)
+    await _guard(store, scope, "Deploy", "run_tests")
+
+    async def text() -> str:
+        records, _, _ = await store.driver.execute_query(
+            "MATCH (c:SymfonicCatalog {tenant_id: $t}) RETURN c.symfonic_packed AS p", t=tenant,
+            database_=store.database)
+        return str(records[0]["p"])
+
+    async def same_both_ways() -> None:
+        recording = Recording(store)
+        packed = await TurnMemory(recording).begin(scope)
+        assert recording.shipped == ["packed"]
+        assert list(packed.skills) == list((await TurnMemory(store, max_age=0).begin(scope)).skills)
+
+    before = await text()
+    await ProceduralLayer(store).seed_authored_skill(
+        scope, label="Ship", steps=["ship"], source_tag="authored:test", action_tool="ship", precondition=["lint"],
+        identifier="ship", write_id="w-1")
+    staged = await text()  # the staged write bumps the version; the rows a turn reads did not change
+    assert staged.split(",", 1)[1] == before.split(",", 1)[1] and staged != before
+    await same_both_ways()
+    await store.publish(scope, "w-1")
+    published = await text()
+    assert published != before and '"Ship"' in published
+    await same_both_ways()
+    await store.fold_published(scope, settle_seconds=0)
+    assert await text() != published  # the staged mark is gone from the rows
+    await same_both_ways()
