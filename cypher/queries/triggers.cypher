@@ -153,7 +153,7 @@ WITH t, similarity ORDER BY CASE WHEN t.kind IN ['time', 'semantic'] THEN 0 ELSE
 WITH t, similarity ORDER BY t.created_at, t.id
 
 // fragment: offerable_trigger_nodes(cap)
-// params: now
+// params:
 // Rows `t, similarity`: the triggers of the scope map `sc` (with
 // `published`, the tenant catalog's list) that may be offered at $now, at
 // most `cap` per scope key, and the semantic ones with their score:
@@ -167,108 +167,132 @@ WITH t, similarity ORDER BY t.created_at, t.id
 // Cypher, written by an older release; the count store tells in O(1)) are
 // read from the tenant index, as pending_trigger_nodes reads unkeyed ones.
 // The including query filters again and orders.
+// This is offerable_keyed_nodes and semantic_trigger_nodes in one subquery.
 CALL (sc, published) {
-  UNWIND
-    // include: scope_keys(sc)
-    AS scope_key
-  CALL (sc, published, scope_key) {
-    MATCH (t:Trigger)
-    USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)
-    WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.symfonic_offer_at <= $now
-      AND
-      // include: trigger_visible
-      AND
-      // include: trigger_offerable(null)
-    WITH t ORDER BY t.symfonic_scope, t.status, t.symfonic_offer_at LIMIT cap
-    RETURN t
-  }
-  WITH sc, published, scope_key, collect(t) AS first
-  // Only a full first seek may have left due time triggers behind: then (and
-  // only then: a null key seeks nothing) the first `cap` of them.
-  CALL (sc, published, scope_key, first) {
-    WITH sc, published, CASE WHEN size(first) >= cap THEN scope_key END AS time_key
-    MATCH (t:Trigger)
-    USING INDEX t:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
-    WHERE t.symfonic_scope = time_key AND t.status = 'pending' AND t.kind = 'time' AND t.symfonic_offer_at <= $now
-      AND
-      // include: trigger_visible
-      AND
-      // include: trigger_offerable(null)
-    WITH t ORDER BY t.symfonic_scope, t.status, t.kind, t.symfonic_offer_at LIMIT cap
-    RETURN collect(t) AS timed
-  }
-  UNWIND first + [x IN timed WHERE NOT x IN first] AS t
-  RETURN t, null AS similarity
+  // include: offerable_keyed_nodes(cap)
   UNION
-  WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicOfferKeyed) } THEN sc.tenant_id END AS unkeyed_tenant
+  // include: semantic_trigger_nodes
+}
+
+// fragment: offerable_text_nodes(cap)
+// params:
+// offerable_trigger_nodes for a read that holds no turn embedding (every
+// entry's `sc.vector` null): without the semantic branch, which then finds
+// nothing and whose operators cost about a sixth of a warm turn read's
+// server time; the rows are the same.
+CALL (sc, published) {
+  // include: offerable_keyed_nodes(cap)
+}
+
+// fragment: offerable_keyed_nodes(cap)
+// params: now
+// The rows `t, similarity` of offerable_trigger_nodes found by the offer
+// index (and, for triggers without an offer key yet, the tenant index): a
+// UNION body, spliced inside a `CALL (sc, published) { ... }`.
+UNWIND
+  // include: scope_keys(sc)
+  AS scope_key
+CALL (sc, published, scope_key) {
   MATCH (t:Trigger)
-  USING INDEX t:Trigger(tenant_id)
-  WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicOfferKeyed
+  USING INDEX t:Trigger(symfonic_scope, status, symfonic_offer_at)
+  WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.symfonic_offer_at <= $now
+    AND
+    // include: trigger_visible
+    AND
+    // include: trigger_offerable(null)
+  WITH t ORDER BY t.symfonic_scope, t.status, t.symfonic_offer_at LIMIT cap
+  RETURN t
+}
+WITH sc, published, scope_key, collect(t) AS first
+// Only a full first seek may have left due time triggers behind: then (and
+// only then: a null key seeks nothing) the first `cap` of them.
+CALL (sc, published, scope_key, first) {
+  WITH sc, published, CASE WHEN size(first) >= cap THEN scope_key END AS time_key
+  MATCH (t:Trigger)
+  USING INDEX t:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
+  WHERE t.symfonic_scope = time_key AND t.status = 'pending' AND t.kind = 'time' AND t.symfonic_offer_at <= $now
+    AND
+    // include: trigger_visible
+    AND
+    // include: trigger_offerable(null)
+  WITH t ORDER BY t.symfonic_scope, t.status, t.kind, t.symfonic_offer_at LIMIT cap
+  RETURN collect(t) AS timed
+}
+UNWIND first + [x IN timed WHERE NOT x IN first] AS t
+RETURN t, null AS similarity
+UNION
+WITH sc, CASE WHEN COUNT { (:Trigger) } <> COUNT { (:SymfonicOfferKeyed) } THEN sc.tenant_id END AS unkeyed_tenant
+MATCH (t:Trigger)
+USING INDEX t:Trigger(tenant_id)
+WHERE t.tenant_id = unkeyed_tenant AND NOT t:SymfonicOfferKeyed
+RETURN t,
+  // include: trigger_similarity(t)
+  AS similarity
+
+// fragment: semantic_trigger_nodes
+// params:
+// The semantic rows `t, similarity` of offerable_trigger_nodes: a UNION
+// body, spliced inside a `CALL (sc, published) { ... }`.
+// Semantic triggers, only for an entry with the turn's embedding
+// (`sc.vector`). A scope holding at most `sc.semantic_exact` pending ones
+// (counted on the kind index of migration 0016) scores them all exactly:
+// cheaper than an index search, and no other tenant's vectors are touched.
+// A bigger one asks the vector index (migration 0017) for the first
+// `sc.semantic_k` nodes by score, kept when the including query's filters
+// hold (the scope's tenant and namespace among them). Neo4j 5's index
+// search cannot filter by tenant, so the read checks it left nothing out:
+// when every hit scores at least the floor, other tenants' or resolved
+// triggers may have pushed some of the scope's own beyond `semantic_k`;
+// it asks again for ten times as many, and if those too all reach the
+// floor, the scope is scored exactly instead. Whether a trigger is offered
+// never depends on another tenant's triggers; only the cost of the rare
+// exact read of a big scope does, and only on the scope's own count
+// (trigger_similarity scores it; the index holds only vectors it can
+// search).
+WITH sc, published WHERE sc.vector IS NOT NULL
+WITH sc, published,
+     // include: scope_keys(sc)
+     AS keys
+WITH sc, published, keys, COUNT {
+  MATCH (x:Trigger)
+  USING INDEX x:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
+  WHERE x.symfonic_scope IN keys AND x.status = 'pending' AND x.kind = 'semantic'
+    AND x.symfonic_offer_at IS NOT NULL
+} AS held
+CALL (sc, held) {
+  WITH sc WHERE held > sc.semantic_exact
+  CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k, sc.vector) YIELD node, score
+  RETURN collect({t: node, score: score}) AS first
+}
+WITH sc, published, keys, held, first, sc.semantic_k * 10 AS wide,
+     held > sc.semantic_exact AND
+     // include: index_answer_complete(first, sc.semantic_k)
+     AS first_complete
+// A full first answer: ask again for ten times as many before scoring the
+// scope exactly (crowding by more than that many is what costs the exact read).
+CALL (sc, held, first_complete, wide) {
+  WITH sc, wide WHERE held > sc.semantic_exact AND NOT first_complete
+  CALL db.index.vector.queryNodes('trigger_embedding', wide, sc.vector) YIELD node, score
+  RETURN collect({t: node, score: score}) AS wider
+}
+WITH sc, published, keys, CASE WHEN first_complete THEN first ELSE wider END AS hits,
+     first_complete OR (held > sc.semantic_exact AND
+                        // include: index_answer_complete(wider, wide)
+                       ) AS complete
+CALL (sc, published, keys, hits, complete) {
+  UNWIND CASE WHEN complete THEN hits ELSE [] END AS hit
+  RETURN hit.t AS t, hit.score AS similarity
+  UNION
+  UNWIND CASE WHEN complete THEN [] ELSE keys END AS scope_key
+  MATCH (t:Trigger)
+  USING INDEX t:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
+  WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.kind = 'semantic'
+    AND t.symfonic_offer_at IS NOT NULL
   RETURN t,
     // include: trigger_similarity(t)
     AS similarity
-  UNION
-  // Semantic triggers, only for an entry with the turn's embedding
-  // (`sc.vector`). A scope holding at most `sc.semantic_exact` pending ones
-  // (counted on the kind index of migration 0016) scores them all exactly:
-  // cheaper than an index search, and no other tenant's vectors are touched.
-  // A bigger one asks the vector index (migration 0017) for the first
-  // `sc.semantic_k` nodes by score, kept when the including query's filters
-  // hold (the scope's tenant and namespace among them). Neo4j 5's index
-  // search cannot filter by tenant, so the read checks it left nothing out:
-  // when every hit scores at least the floor, other tenants' or resolved
-  // triggers may have pushed some of the scope's own beyond `semantic_k`;
-  // it asks again for ten times as many, and if those too all reach the
-  // floor, the scope is scored exactly instead. Whether a trigger is offered
-  // never depends on another tenant's triggers; only the cost of the rare
-  // exact read of a big scope does, and only on the scope's own count
-  // (trigger_similarity scores it; the index holds only vectors it can
-  // search).
-  WITH sc, published WHERE sc.vector IS NOT NULL
-  WITH sc, published,
-       // include: scope_keys(sc)
-       AS keys
-  WITH sc, published, keys, COUNT {
-    MATCH (x:Trigger)
-    USING INDEX x:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
-    WHERE x.symfonic_scope IN keys AND x.status = 'pending' AND x.kind = 'semantic'
-      AND x.symfonic_offer_at IS NOT NULL
-  } AS held
-  CALL (sc, held) {
-    WITH sc WHERE held > sc.semantic_exact
-    CALL db.index.vector.queryNodes('trigger_embedding', sc.semantic_k, sc.vector) YIELD node, score
-    RETURN collect({t: node, score: score}) AS first
-  }
-  WITH sc, published, keys, held, first, sc.semantic_k * 10 AS wide,
-       held > sc.semantic_exact AND
-       // include: index_answer_complete(first, sc.semantic_k)
-       AS first_complete
-  // A full first answer: ask again for ten times as many before scoring the
-  // scope exactly (crowding by more than that many is what costs the exact read).
-  CALL (sc, held, first_complete, wide) {
-    WITH sc, wide WHERE held > sc.semantic_exact AND NOT first_complete
-    CALL db.index.vector.queryNodes('trigger_embedding', wide, sc.vector) YIELD node, score
-    RETURN collect({t: node, score: score}) AS wider
-  }
-  WITH sc, published, keys, CASE WHEN first_complete THEN first ELSE wider END AS hits,
-       first_complete OR (held > sc.semantic_exact AND
-                          // include: index_answer_complete(wider, wide)
-                         ) AS complete
-  CALL (sc, published, keys, hits, complete) {
-    UNWIND CASE WHEN complete THEN hits ELSE [] END AS hit
-    RETURN hit.t AS t, hit.score AS similarity
-    UNION
-    UNWIND CASE WHEN complete THEN [] ELSE keys END AS scope_key
-    MATCH (t:Trigger)
-    USING INDEX t:Trigger(symfonic_scope, status, kind, symfonic_offer_at)
-    WHERE t.symfonic_scope = scope_key AND t.status = 'pending' AND t.kind = 'semantic'
-      AND t.symfonic_offer_at IS NOT NULL
-    RETURN t,
-      // include: trigger_similarity(t)
-      AS similarity
-  }
-  RETURN t, similarity
 }
+RETURN t, similarity
 
 // name: triggers_offerable
 // params: tenant_id, namespace, write_id, limit, now, vector, similarity_floor, semantic_k, semantic_exact

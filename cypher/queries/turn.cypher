@@ -31,6 +31,38 @@ WHERE
 // include: trigger_row
 RETURN collect(trigger_row {.*, similarity: 2 * similarity - 1}) AS triggers
 
+// fragment: turn_cold_skills
+// params:
+// The skills of a turn read for the scope map `sc` (after turn_catalog):
+// `packed`, the text the last library write stored, or `skills`, the rows.
+// A first read (sc.packed) or a held version that moved may take the
+// packed rows, when they were stored under this very version and the
+// namespace holds no skill of its own (they are the tenant-wide rows; a
+// scope with its own skills reads its rows, in catalog order). A re-read
+// of a held version (known_version null, packed false) ships the rows.
+WITH sc, version, published, skills_fresh,
+     CASE WHEN skills_fresh AND (sc.packed = true OR sc.known_version IS NOT NULL) AND version IS NOT NULL
+          THEN sc.tenant_id END AS packed_tenant
+OPTIONAL MATCH (pc:SymfonicCatalog {tenant_id: packed_tenant})
+WITH sc, version, published, skills_fresh,
+     CASE WHEN pc.symfonic_packed_version = version AND valueType(pc.symfonic_packed) = 'STRING NOT NULL'
+               AND NOT EXISTS { MATCH (own:Skill {tenant_id: sc.tenant_id, namespace: sc.namespace}) }
+          THEN pc.symfonic_packed END AS packed
+// A scope whose skills are not fresh (or come packed) must not even seek
+// them: the subquery then sees a null scope, whose null tenant seeks
+// nothing (a WHERE on skills_fresh is planned after the seek).
+WITH sc, version, published, skills_fresh, packed,
+     CASE WHEN skills_fresh AND packed IS NULL THEN sc END AS skill_scope
+CALL (skill_scope, published) {
+  WITH skill_scope AS sc, published
+  MATCH (s:Skill)
+  WHERE
+    // include: skill_visible
+  WITH s, published ORDER BY s.created_at, s.id
+  // include: skill_packed
+  RETURN collect(skill_packed) AS skills
+}
+
 // name: turn_snapshot
 // params: scopes, max_triggers, now
 // returns: i, version, skills_fresh, skills, packed, triggers
@@ -50,37 +82,34 @@ RETURN collect(trigger_row {.*, similarity: 2 * similarity - 1}) AS triggers
 // never cross entries. A catalog version that is not a non-negative integer
 // comes back null: the skills are then read on every turn (never cached on an
 // odd version).
+// Entries without a turn embedding only (every `vector` null): the semantic
+// triggers are then never offered, and turn_snapshot_semantic (the same
+// read with them) serves a batch where some entry has one.
 UNWIND range(0, size($scopes) - 1) AS i
 WITH i, $scopes[i] AS sc
 CALL (sc) {
   // include: turn_catalog
-  // A first read (sc.packed) or a held version that moved may take the
-  // packed rows, when they were stored under this very version and the
-  // namespace holds no skill of its own (they are the tenant-wide rows; a
-  // scope with its own skills reads its rows, in catalog order). A re-read
-  // of a held version (known_version null, packed false) ships the rows.
-  WITH sc, version, published, skills_fresh,
-       CASE WHEN skills_fresh AND (sc.packed = true OR sc.known_version IS NOT NULL) AND version IS NOT NULL
-            THEN sc.tenant_id END AS packed_tenant
-  OPTIONAL MATCH (pc:SymfonicCatalog {tenant_id: packed_tenant})
-  WITH sc, version, published, skills_fresh,
-       CASE WHEN pc.symfonic_packed_version = version AND valueType(pc.symfonic_packed) = 'STRING NOT NULL'
-                 AND NOT EXISTS { MATCH (own:Skill {tenant_id: sc.tenant_id, namespace: sc.namespace}) }
-            THEN pc.symfonic_packed END AS packed
-  // A scope whose skills are not fresh (or come packed) must not even seek
-  // them: the subquery then sees a null scope, whose null tenant seeks
-  // nothing (a WHERE on skills_fresh is planned after the seek).
-  WITH sc, version, published, skills_fresh, packed,
-       CASE WHEN skills_fresh AND packed IS NULL THEN sc END AS skill_scope
-  CALL (skill_scope, published) {
-    WITH skill_scope AS sc, published
-    MATCH (s:Skill)
-    WHERE
-      // include: skill_visible
-    WITH s, published ORDER BY s.created_at, s.id
-    // include: skill_packed
-    RETURN collect(skill_packed) AS skills
+  // include: turn_cold_skills
+  CALL (sc, published) {
+    // include: offerable_text_nodes($max_triggers)
+    // include: turn_triggers
   }
+  RETURN version, skills_fresh, skills, packed, triggers
+}
+RETURN i, version, skills_fresh, skills, packed, triggers
+ORDER BY i;
+
+// name: turn_snapshot_semantic
+// params: scopes, max_triggers, now
+// returns: i, version, skills_fresh, skills, packed, triggers
+// mode: read
+// turn_snapshot for a batch where some entry carries the turn's embedding
+// (`vector`): the semantic triggers scoring at least its floor are offered too.
+UNWIND range(0, size($scopes) - 1) AS i
+WITH i, $scopes[i] AS sc
+CALL (sc) {
+  // include: turn_catalog
+  // include: turn_cold_skills
   CALL (sc, published) {
     // include: offerable_trigger_nodes($max_triggers)
     // include: turn_triggers
@@ -97,8 +126,30 @@ ORDER BY i;
 // turn_snapshot for entries that all carry a known_version (the steady
 // state): the same catalog and triggers, and no skills subquery at all
 // (`skills` is always empty). An entry whose skills_fresh comes back true
-// (its catalog moved) is read again with turn_snapshot. The plan is smaller,
-// which saves about a fifth of a round trip on every warm turn.
+// (its catalog moved) is read again with turn_snapshot (or
+// turn_snapshot_semantic). The plan is smaller, which saves about a fifth
+// of a round trip on every warm turn.
+// Entries without a turn embedding only, as turn_snapshot; a batch where
+// some entry has one reads turn_snapshot_warm_semantic.
+UNWIND range(0, size($scopes) - 1) AS i
+WITH i, $scopes[i] AS sc
+CALL (sc) {
+  // include: turn_catalog
+  CALL (sc, published) {
+    // include: offerable_text_nodes($max_triggers)
+    // include: turn_triggers
+  }
+  RETURN version, skills_fresh, [] AS skills, null AS packed, triggers
+}
+RETURN i, version, skills_fresh, skills, packed, triggers
+ORDER BY i;
+
+// name: turn_snapshot_warm_semantic
+// params: scopes, max_triggers, now
+// returns: i, version, skills_fresh, skills, packed, triggers
+// mode: read
+// turn_snapshot_warm for a batch where some entry carries the turn's embedding
+// (`vector`): the semantic triggers scoring at least its floor are offered too.
 UNWIND range(0, size($scopes) - 1) AS i
 WITH i, $scopes[i] AS sc
 CALL (sc) {

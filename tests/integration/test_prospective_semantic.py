@@ -152,8 +152,17 @@ async def test_another_tenants_triggers_are_never_offered_nor_crowd_out_the_scop
     # for 3 then 30 the wider answer holds it, for 200 the first does
     for candidates in (1, 3, 200):
         monkeypatch.setattr(_embedding, "SEMANTIC_CANDIDATES", candidates)
-        assert await offered_everywhere(store, mine, SAID, embeddings) == [TASK], candidates
-        assert len(await offered_everywhere(store, theirs, SAID, embeddings)) == 6, candidates
+        # The index is approximate (HNSW) and shared with every other test's vectors, written concurrently
+        # under xdist: an answer may miss a node once (docs/prospective.md). The three read paths must agree on
+        # every read (offered_everywhere asserts it); a miss is read again, and must not last.
+        for _ in range(3):
+            mine_offered = await offered_everywhere(store, mine, SAID, embeddings)
+            theirs_offered = await offered_everywhere(store, theirs, SAID, embeddings)
+            if mine_offered == [TASK] and len(theirs_offered) == 6:
+                break
+            await anyio.sleep(0.5)
+        assert mine_offered == [TASK], candidates
+        assert len(theirs_offered) == 6, candidates
     monkeypatch.setattr(_embedding, "SEMANTIC_EXACT", 32)
     assert await offered_everywhere(store, mine, SAID, embeddings) == [TASK]  # a small scope is scored exactly
 

@@ -41,6 +41,10 @@ PER_TURN = [
                                                     "include_retracted": False}], "max_triggers": 100,
                                         "now": NOW},
                  id="turn_snapshot_warm"),
+    *(pytest.param(name, {"scopes": [{"tenant_id": "t-plan", "namespace": "u-1", "known_version": known,
+                                       "write_id": None, "include_drafts": False, "include_retracted": False,
+                                       "packed": True, **meaning([1.0, 0.0])}], "max_triggers": 100, "now": NOW},
+                   id=name) for name, known in (("turn_snapshot_semantic", None), ("turn_snapshot_warm_semantic", 3))),
 ]
 SEEKS = {"NodeIndexSeek", "NodeUniqueIndexSeek"}
 

@@ -88,7 +88,7 @@ def test_only_the_migrations_that_say_so_wait_for_the_rollout(tmp_path: Path, mo
 # Every query that reads memory for a scope; a new one must be added here.
 _SCOPED_READS = {"skills_visible", "skill_by_id", "triggers_pending", "triggers_offerable", "trigger_lookup",
                  "triggers_done", "triggers_due", "facts_visible", "memory_recall", "turn_snapshot",
-                 "catalog_packed_rows"}
+                 "turn_snapshot_semantic", "catalog_packed_rows"}
 
 
 def test_scoped_read_list_is_complete() -> None:
@@ -331,7 +331,7 @@ def test_what_the_package_reads_is_declared_read() -> None:
     """A query run with ``store.read`` goes to a read-routed session: it must be a ``read`` query. Names
     picked at run time (doctor's checks, seeding's lookups) are held by ``check_read`` in ``store.read``."""
     names = _read_calls()
-    assert {"turn_snapshot", "catalog_version", "doctor_indexes", "tenants_list"} <= names
+    assert {"catalog_version", "doctor_indexes", "tenants_list", "triggers_offerable"} <= names
     assert {name: query(name).mode for name in names} == dict.fromkeys(names, "read")
 
 
