@@ -178,7 +178,7 @@ CALL (sc, published) {
 // params:
 // offerable_trigger_nodes for a read that holds no turn embedding (every
 // entry's `sc.vector` null): without the semantic branch, which then finds
-// nothing and whose operators cost about a sixth of a warm turn read's
+// nothing and whose operators cost about a tenth of a warm turn read's
 // server time; the rows are the same.
 CALL (sc, published) {
   // include: offerable_keyed_nodes(cap)

@@ -113,17 +113,11 @@ def _content_key(row: Sequence[Any]) -> str | None:
 
 
 def _instance(template: Rule, row: Sequence[Any]) -> Rule:
-    """``template`` (a rule read from a row of the same content) for the node of ``row``.
-
-    Built field by field (``dataclasses.replace`` cost a fifth of a reused row's reading); the rule's
-    plan is made afresh on its first check, as ``replace`` would leave it.
-    """
+    """``template`` (a rule read from a row of the same content) for the node of ``row``."""
     values = list(template.source)
     values[_ID], values[_TENANT], values[_NAMESPACE] = row[0], shared(row[1]), shared(row[2])
     values[_CREATED] = as_datetime(row[12])
-    t = template
-    return Rule(PackedSkill(values), t.action_tool, t.required, t.predicates, t.label, row[0], t.requirements,
-                t.shadow, t.problems, t.identifier)
+    return template.for_node(PackedSkill(values), row[0])
 
 
 class Compiler:

@@ -300,12 +300,13 @@ class TurnMemory:
                       "(run `symfonic-graph doctor`)", scope, _TORN_READS)
         telemetry.note_turn_read(row.get("query", "turn_snapshot"), skills_cached=not row["skills_fresh"])
         assert cached is not None
+        triggers = self._compiler.pending(scope, row["triggers"])
+        snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
         if self._stored.get(scope, 0) > began:
             # A turn of this scope begun later stored what it read first (this read was slower: a batch held
             # by a neighbour, a retry): an older read never replaces the catalog and snapshot the gate decides
             # by. This turn still gets what it read.
-            triggers = self._compiler.pending(scope, row["triggers"])
-            return TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
+            return snapshot
         _remember(self._stored, scope, began, self.max_scopes)
         if not shipped:  # the version was confirmed: an outage's grace counts from this read
             cached.read_at = now
@@ -314,8 +315,6 @@ class TurnMemory:
             cached.confirmed = same_version
         if shipped and last is not None and cached.skills is not last.skills and same_version:
             self._unbumped(scope, last, cached)
-        triggers = self._compiler.pending(scope, row["triggers"])
-        snapshot = TurnSnapshot(scope, row["version"], cached.skills, triggers, now, self.include_negative)
         _remember(self._catalogs, scope, cached, self.max_scopes)
         _remember(self._snapshots, scope, snapshot, self.max_scopes)  # both before any await: stored together
         self._loaded.pop(scope, None)  # the store answers: a later outage reads the file afresh
@@ -449,8 +448,8 @@ class TurnMemory:
         Neo4j plans a query the first time it meets it and keeps the plan
         until it restarts. The turn's queries (a first read, a warm read, each
         with and without the semantic reminders) take about a second each to
-        plan on a small idle server, more
-        on a loaded one: time the first turns after a deployment or a Neo4j
+        plan on a small idle server, more on a loaded one: time the first
+        turns after a deployment or a Neo4j
         restart would otherwise spend within their ``query_timeout`` (the
         gate then passing through, as in an outage). Each runs once for a
         scope no tenant can hold (its id has a control character), so they
@@ -492,7 +491,7 @@ class TurnMemory:
         read again with ``turn_snapshot``, which ships their skills. A batch
         where some entry carries the turn's embedding reads their
         ``_semantic`` forms, which offer the semantic triggers too (the others
-        leave that part of the plan out: about a sixth of a warm read's server
+        leave that part of the plan out: about a tenth of a warm read's server
         time).
         """
         with self.store.deadline():  # a batch runs in a context of its own: one query_timeout for it

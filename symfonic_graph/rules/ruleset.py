@@ -181,6 +181,14 @@ class Rule:
     entry's bare name; an any-of's names and its alternatives' problems); the check when every one is met; how
     each is decided (its kind, tested once)."""
 
+    def for_node(self, source: Any, skill_id: str | None) -> Rule:
+        """This rule for another node of the same content (its packed skill and id); the plan is made afresh.
+
+        Built field by field: ``dataclasses.replace`` cost a fifth of a reused row's reading.
+        """
+        return Rule(source, self.action_tool, self.required, self.predicates, self.label, skill_id,
+                    self.requirements, self.shadow, self.problems, self.identifier)
+
     @property
     def key(self) -> str:
         """The rule's name in the store's limit counters: its identifier (kept across re-seeds), else its id."""

@@ -8,7 +8,7 @@ bad predicate kept so that it fails closed) and logged once per node.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Final, Literal, TypeVar
@@ -308,13 +308,13 @@ class SkillReading:
     torn: bool = False
 
 
-def _is_torn(rev: str | None, preconditions: Sequence[Mapping[str, Any]]) -> bool:
-    """True when the preconditions read are not exactly those written with the skill's revision."""
+def _is_torn(rev: str | None, stamps: Iterable[object]) -> bool:
+    """True when the preconditions read (their ``rev`` stamps) are not exactly those written with the skill's."""
     if rev is None:
         return False  # seeded by hand: no revision to check against
     _, _, count = rev.rpartition("/")
-    stamped = [p for p in preconditions if p.get("rev") is not None]
-    return any(p.get("rev") != rev for p in stamped) or str(len(stamped)) != count
+    stamped = [stamp for stamp in stamps if stamp is not None]
+    return any(stamp != rev for stamp in stamped) or str(len(stamped)) != count
 
 
 def read_skill(row: Mapping[str, Any]) -> SkillReading:
@@ -384,7 +384,8 @@ def read_skill(row: Mapping[str, Any]) -> SkillReading:
         retracted=row.get("retracted") is True,
         staged=row.get("staged") is True,
     )
-    return SkillReading(record.id, skill, tuple(problems), _is_torn(record.rev, raw_preconditions))
+    return SkillReading(record.id, skill, tuple(problems),
+                        _is_torn(record.rev, [p.get("rev") for p in raw_preconditions]))
 
 
 def _unless_misspelt(entry: Precondition, unknown: object) -> Precondition:
@@ -447,10 +448,7 @@ def unpack_skill_row(packed: Sequence[Any]) -> dict[str, Any]:
 def packed_torn(packed: Sequence[Any]) -> bool:
     """``read_skill``'s torn verdict for a ``skill_packed`` list whose skill reads (its rev a string or null)."""
     rev = packed[13]
-    if not isinstance(rev, str):
-        return False  # seeded by hand: no revision to check against
-    stamped = [e[1] for e in packed[17] if len(e) == 3 and e[1] is not None]  # as _is_torn reads them
-    return any(stamp != rev for stamp in stamped) or str(len(stamped)) != rev.rpartition("/")[2]
+    return _is_torn(rev if isinstance(rev, str) else None, [e[1] for e in packed[17] if len(e) == 3])
 
 
 def log_problems(node_id: str, problems: Sequence[str]) -> None:

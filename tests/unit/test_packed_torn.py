@@ -1,20 +1,24 @@
-"""``packed_torn`` reads a packed row's revision stamps exactly as ``read_skill`` reads the unpacked row's."""
+"""``packed_torn`` reads a packed row's revision stamps exactly as ``read_skill`` read the unpacked row's."""
 
 from __future__ import annotations
 
 import random
 from typing import Any
 
-from symfonic_graph.shape.models import _is_torn, packed_torn
+from symfonic_graph.shape.models import packed_torn
 
 STAMPS: list[Any] = [None, "w1:abc/0", "w1:abc/1", "w1:abc/2", "w2:def/2", "w1:abc/x", "/", "", 7, 2.0, True,
                      ["w1:abc/1"]]
 
 
 def _reference(row: list[Any]) -> bool:
-    """The reading before it was written out: the preconditions as maps, through ``_is_torn``."""
+    """What ``read_skill`` decides of the unpacked row: the stamps of its preconditions as maps."""
     rev = row[13]
-    return _is_torn(rev if isinstance(rev, str) else None, [{"rev": e[1]} for e in row[17] if len(e) == 3])
+    if not isinstance(rev, str):
+        return False
+    preconditions = [{"rev": e[1]} for e in row[17] if len(e) == 3]
+    stamped = [p for p in preconditions if p.get("rev") is not None]
+    return any(p.get("rev") != rev for p in stamped) or str(len(stamped)) != rev.rpartition("/")[2]
 
 
 def test_packed_torn_agrees_with_the_map_reading_on_random_stamps() -> None:
