@@ -9,14 +9,19 @@ at most ``max_age``, after which a full read replaces it.
 
 from __future__ import annotations
 
+import operator
 import random
-from typing import Any
+from typing import Annotated, Any, TypedDict
 
 import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.tools import StructuredTool
+from langgraph.graph import END, START, StateGraph
 
 from bench.turn_bench import skill_specs
 from symfonic_graph import GraphMemoryStore, MemoryScope, ProceduralLayer, TurnMemory
 from symfonic_graph.gate import explain_tool_call
+from symfonic_graph.langgraph import create_guarded_tool_node
 from tests._fakes import Clock
 from tests.integration.test_one_read_model import _seed_by_hand
 from tests.integration.test_packed_skill_row import _ODD
@@ -25,6 +30,11 @@ pytestmark = pytest.mark.anyio
 
 BUMP = ("MERGE (c:SymfonicCatalog {tenant_id: $t}) ON CREATE SET c.version = 0 "
         "SET c.version = c.version + 1")
+
+
+class _State(TypedDict):
+    messages: Annotated[list[AnyMessage], operator.add]
+    memory_scope: MemoryScope
 
 
 class Recording(GraphMemoryStore):
@@ -257,3 +267,41 @@ async def test_staging_publish_and_fold_each_leave_the_text_a_reader_reads(
     await store.fold_published(scope, settle_seconds=0)
     assert await text() != published  # the staged mark is gone from the rows
     await same_both_ways()
+
+
+async def test_a_guarded_tool_never_runs_on_a_packed_first_read(store: GraphMemoryStore, tenant: str) -> None:
+    """What the user sees: a new process's first turn reads the packed text, and the guarded tool does not run
+    until its precondition ran; after a plain-Cypher edit with a bump (rows read), the edited rule holds too."""
+    scope = MemoryScope(tenant, "user-1")
+    await _guard(store, MemoryScope(tenant), "Deploy", "run_tests")
+    ran: list[str] = []
+
+    def make(name: str) -> StructuredTool:
+        def run() -> str:
+            ran.append(name)
+            return f"{name} done"
+        return StructuredTool.from_function(run, name=name, description=f"The {name} tool.")
+
+    async def turn(calls: list[str]) -> dict[str, ToolMessage]:
+        recording = Recording(store)
+        builder = StateGraph(_State)
+        builder.add_node("tools", create_guarded_tool_node([make(n) for n in ("deploy", "run_tests",
+                                                                                "security_review")],
+                                                           TurnMemory(recording)))
+        builder.add_edge(START, "tools")
+        builder.add_edge("tools", END)
+        asked = AIMessage("", tool_calls=[{"name": n, "args": {}, "id": f"c{i}", "type": "tool_call"}
+                                          for i, n in enumerate(calls)])
+        out = await builder.compile().ainvoke({"messages": [HumanMessage("ship it"), asked], "memory_scope": scope})
+        turn.shipped = recording.shipped  # type: ignore[attr-defined]
+        return {m.tool_call_id: m for m in out["messages"] if isinstance(m, ToolMessage)}
+
+    answers = await turn(["deploy"])
+    assert turn.shipped == ["packed"]  # type: ignore[attr-defined]
+    assert ran == [] and answers["c0"].status == "error" and "run_tests" in str(answers["c0"].content)
+    await store.driver.execute_query(  # the documented plain-Cypher edit: then the bump
+        "MATCH (:Skill {tenant_id: $t})-[:REQUIRES]->(p:Precondition) SET p.tool = 'security_review' "
+        "WITH count(*) AS n " + BUMP, t=tenant, database_=store.database)
+    answers = await turn(["run_tests", "deploy"])
+    assert turn.shipped == ["rows"]  # type: ignore[attr-defined]
+    assert ran == ["run_tests"] and answers["c1"].status == "error" and "security_review" in str(answers["c1"].content)
